@@ -1,0 +1,72 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "receipt",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "receipt", targets: ["receipt"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.2"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    ],
+    targets: [
+        .systemLibrary(name: "CSHA", path: "Sources/CSHA", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CLZMA", path: "Sources/CLZMA", pkgConfig: "liblzma",
+                       providers: [.apt(["liblzma-dev"])]),
+        .target(name: "CFileOps", path: "Sources/CFileOps"),
+
+        .target(name: "BlobStore", dependencies: ["CSHA", "CLZMA", "CFileOps"], swiftSettings: strict),
+        .target(name: "ReceiptCatalog", dependencies: [
+            "BlobStore", .product(name: "GRDB", package: "GRDB.swift"),
+        ], swiftSettings: strict),
+        .target(name: "ReceiptVault", dependencies: [
+            "BlobStore", "ReceiptCatalog",
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "CSV", package: "CSV.swift"),
+            .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+        ], swiftSettings: strict),
+        .target(name: "ReceiptWire", swiftSettings: strict),
+        .target(name: "ReceiptSync", dependencies: [
+            "BlobStore", "ReceiptCatalog", "ReceiptVault", "ReceiptWire",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ], swiftSettings: strict),
+        .target(name: "ReceiptServer", dependencies: [
+            "BlobStore", "ReceiptWire",
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Logging", package: "swift-log"),
+        ], swiftSettings: strict),
+        .target(name: "ReceiptCommands", dependencies: [
+            "BlobStore", "ReceiptCatalog", "ReceiptVault", "ReceiptSync", "ReceiptServer",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ], swiftSettings: strict),
+        .executableTarget(name: "receipt", dependencies: ["ReceiptCommands"], swiftSettings: strict),
+
+        .target(name: "TestSupport", dependencies: ["BlobStore"], path: "Tests/TestSupport",
+                swiftSettings: strict),
+        .testTarget(name: "BlobStoreTests", dependencies: ["BlobStore", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "ReceiptCatalogTests", dependencies: ["ReceiptCatalog", "TestSupport"],
+                    swiftSettings: strict),
+        .testTarget(name: "ReceiptVaultTests", dependencies: ["ReceiptVault", "TestSupport"],
+                    swiftSettings: strict),
+        .testTarget(name: "ReceiptCommandsTests", dependencies: ["ReceiptCommands", "TestSupport"],
+                    swiftSettings: strict),
+        .testTarget(name: "ReceiptSyncTests", dependencies: [
+            "ReceiptSync", "ReceiptServer", "ReceiptCommands", "TestSupport",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ], swiftSettings: strict),
+    ]
+)

@@ -1,0 +1,46 @@
+/// The address of a blob: the SHA-256 of its original bytes (before any compression).
+/// `description` is the lowercase 64-hex form used in file names, the catalog and the wire.
+public struct BlobID: Hashable, Comparable, Sendable, CustomStringConvertible, Codable {
+    public let hex: String
+
+    /// Accepts exactly 64 hexadecimal characters, in either case; nil otherwise.
+    public init?(hex: String) {
+        guard hex.utf8.count == 64, hex.utf8.allSatisfy({ BlobID.isHexDigit($0) }) else { return nil }
+        self.hex = hex.lowercased()
+    }
+
+    public init(digest: [UInt8]) {
+        precondition(digest.count == 32, "a SHA-256 digest has 32 bytes")
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8](repeating: 0, count: 64)
+        for (i, byte) in digest.enumerated() {
+            out[2 * i] = digits[Int(byte >> 4)]
+            out[2 * i + 1] = digits[Int(byte & 0x0f)]
+        }
+        self.hex = String(decoding: out, as: UTF8.self)
+    }
+
+    public var description: String { hex }
+    /// The fan-out folder a blob file lives in: the first two hex digits.
+    public var fanOut: String { String(hex.prefix(2)) }
+
+    public static func < (a: BlobID, b: BlobID) -> Bool { a.hex < b.hex }
+
+    public init(from decoder: Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let id = BlobID(hex: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                                                    debugDescription: "not a SHA-256 hex address: \(text)"))
+        }
+        self = id
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(hex)
+    }
+
+    static func isHexDigit(_ c: UInt8) -> Bool {
+        (c >= 48 && c <= 57) || (c >= 97 && c <= 102) || (c >= 65 && c <= 70)
+    }
+}

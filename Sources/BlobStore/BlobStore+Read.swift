@@ -1,0 +1,196 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CFileOps
+
+extension BlobStore {
+    /// Streams the blob's original bytes to `sink`, decompressing and hashing on the way.
+    /// Throws `.missing` when no file holds it and `.corrupt` when the bytes do not decode or do not
+    /// hash to `id` (after the sink has seen them: callers that must not expose bad bytes write to a
+    /// staging place and drop it on error). Returns the original size.
+    @discardableResult
+    public func read(_ id: BlobID, encoding: BlobEncoding,
+                     into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> Int64 {
+        let fd = try openInstalled(id)
+        defer { fd.close() }
+        return try Self.decode(fd, id: id, encoding: encoding, into: sink)
+    }
+
+    /// Re-reads and re-hashes the blob; returns its original size. Throws as `read`.
+    @discardableResult
+    public func verify(_ id: BlobID, encoding: BlobEncoding) throws -> Int64 {
+        try read(id, encoding: encoding) { _ in }
+    }
+
+    /// Finds a blob file's encoding from its content alone: identity when the file hashes to its
+    /// name, xz when it decodes to bytes that do. nil when neither (the file is corrupt).
+    public func detectEncoding(_ id: BlobID) throws -> BlobEncoding? {
+        for encoding in [BlobEncoding.identity, .xz] {
+            do {
+                try verify(id, encoding: encoding)
+                return encoding
+            } catch BlobError.corrupt {
+                continue
+            }
+        }
+        return nil
+    }
+
+    /// Copies the blob's original bytes to a new file at `destination` (which must not exist).
+    /// Identity blobs are cloned (FICLONE) where the file system shares extents, else copied in the
+    /// kernel (copy_file_range), else streamed; never hard-linked, so editing the copy cannot touch the
+    /// store. With `verify`, the copy is hashed and removed again if it does not match `id`.
+    public func copy(_ id: BlobID, encoding: BlobEncoding, to destination: String, verify: Bool = true) throws {
+        let source = try openInstalled(id)
+        defer { source.close() }
+        let out = try FileDescriptor.open(destination, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        do {
+            defer { out.close() }
+            if encoding == .identity {
+                try Self.cloneOrCopy(from: source, to: out)
+                if verify {
+                    let (actual, _) = try SHA256Hasher.hash(fileAt: destination)
+                    if actual != id { throw BlobError.corrupt(id, detail: "its bytes hash to \(actual)") }
+                }
+            } else {
+                _ = try Self.decode(source, id: id, encoding: encoding) { try out.write($0) }
+            }
+        } catch {
+            try? FileSystem.remove(destination)
+            throw error
+        }
+    }
+
+    func openInstalled(_ id: BlobID) throws -> FileDescriptor {
+        do {
+            return try FileDescriptor.open(path(for: id), O_RDONLY)
+        } catch let error as IOError where error.isNotFound {
+            throw BlobError.missing(id)
+        }
+    }
+
+    static func decode(_ fd: FileDescriptor, id: BlobID, encoding: BlobEncoding,
+                       into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> Int64 {
+        let hasher = SHA256Hasher()
+        var size: Int64 = 0
+        try withoutActuallyEscaping(sink) { sink in
+        let emit: (UnsafeRawBufferPointer) throws -> Void = { piece in
+            hasher.update(piece)
+            size += Int64(piece.count)
+            try sink(piece)
+        }
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        defer { chunk.deallocate() }
+        do {
+            let xz = encoding == .xz ? try XZStream(.decompress) : nil
+            while true {
+                let n = try fd.read(into: chunk)
+                if n == 0 { break }
+                let piece = UnsafeRawBufferPointer(rebasing: chunk[..<n])
+                if let xz { try xz.process(piece, sink: emit) } else { try emit(piece) }
+            }
+            try xz?.finish(sink: emit)
+        } catch let error as XZError {
+            throw BlobError.corrupt(id, detail: "its xz stream does not decode (\(error))")
+        }
+        }
+        let actual = hasher.finalize()
+        if actual != id { throw BlobError.corrupt(id, detail: "its bytes hash to \(actual)") }
+        return size
+    }
+
+    static func cloneOrCopy(from source: FileDescriptor, to out: FileDescriptor) throws {
+        if cfileops_ficlone(out.raw, source.raw) == 0 { return }
+        while true {
+            let n = cfileops_copy_file_range(source.raw, out.raw, 1 << 30)
+            if n == 0 { return }
+            if n > 0 { continue }
+            let code = errno
+            if code == EXDEV || code == ENOSYS || code == EINVAL || code == EOPNOTSUPP || code == EPERM {
+                break
+            }
+            throw IOError("copying to", path: out.path, errno: code)
+        }
+        // The kernel cannot copy between these files: stream from where copy_file_range stopped.
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        defer { chunk.deallocate() }
+        while true {
+            let n = try source.read(into: chunk)
+            if n == 0 { return }
+            try out.write(UnsafeRawBufferPointer(rebasing: chunk[..<n]))
+        }
+    }
+}
+
+extension BlobStore {
+    /// Every file under `blobs/`, sorted by path; files whose name or folder is not a blob's come
+    /// back with `id == nil`.
+    public func enumerate() throws -> [BlobFile] {
+        var files: [BlobFile] = []
+        for folder in try FileSystem.contents(of: blobsPath).sorted() {
+            let folderPath = blobsPath + "/" + folder
+            guard let st = try FileSystem.status(folderPath) else { continue }
+            if !st.isDirectory {
+                files.append(BlobFile(path: folderPath, id: nil, storedSize: st.size, mtimeNanoseconds: st.mtimeNanoseconds))
+                continue
+            }
+            for name in try FileSystem.contents(of: folderPath).sorted() {
+                let path = folderPath + "/" + name
+                guard let fst = try FileSystem.status(path) else { continue }
+                var id = BlobID(hex: name)
+                if id?.hex != name || id?.fanOut != folder || !fst.isRegular { id = nil }
+                files.append(BlobFile(path: path, id: id, storedSize: fst.size, mtimeNanoseconds: fst.mtimeNanoseconds))
+            }
+        }
+        return files
+    }
+
+    /// Every file under `interim/`, with whether a running process still owns it.
+    public func interimFiles() throws -> [InterimFile] {
+        try FileSystem.contents(of: interimPath).sorted().compactMap { name in
+            let path = interimPath + "/" + name
+            guard let st = try FileSystem.status(path) else { return nil }
+            return InterimFile(path: path, mtimeNanoseconds: st.mtimeNanoseconds, owned: Self.isLocked(path))
+        }
+    }
+
+    /// True when another process holds an flock on the file.
+    static func isLocked(_ path: String) -> Bool {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 { return false }
+        defer { Glibc.close(fd) }
+        if flock(fd, LOCK_EX | LOCK_NB) == 0 {
+            flock(fd, LOCK_UN)
+            return false
+        }
+        return errno == EWOULDBLOCK
+    }
+
+    /// Removes installed blobs, then fsyncs each touched folder once. Absent blobs are not an error.
+    public func remove(_ ids: [BlobID]) throws {
+        var touched = Set<String>()
+        for id in ids {
+            try FileSystem.remove(path(for: id))
+            touched.insert(blobsPath + "/" + id.fanOut)
+        }
+        for folder in touched.sorted() where FileSystem.exists(folder) { try FileSystem.syncDirectory(folder) }
+    }
+
+    /// Moves a file (a corrupt blob, an unknown file) into `quarantine/`, never deleting it.
+    /// Returns where it now lives.
+    @discardableResult
+    public func quarantine(_ path: String) throws -> String {
+        try FileSystem.makeDirectories(quarantinePath)
+        let name = (path.split(separator: "/").last.map(String.init) ?? "file")
+        var target = quarantinePath + "/" + name
+        var n = 1
+        while FileSystem.exists(target) {
+            n += 1
+            target = quarantinePath + "/" + name + "." + String(n)
+        }
+        try FileSystem.rename(path, target)
+        try FileSystem.syncDirectory(quarantinePath)
+        try FileSystem.syncDirectory(FileSystem.parentPath(path))
+        return target
+    }
+}

@@ -1,0 +1,204 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A complete, fsynced staging file whose address is known, waiting to be installed or discarded.
+/// The writer holds an exclusive `flock` on it until then, which is how fsck tells a staging file
+/// that a running command owns from a stale one.
+public final class StagedBlob: @unchecked Sendable {
+    public let id: BlobID
+    public let size: Int64
+    public let storedSize: Int64
+    public let encoding: BlobEncoding
+    let path: String
+    private var descriptor: FileDescriptor?
+
+    init(id: BlobID, size: Int64, storedSize: Int64, encoding: BlobEncoding, path: String, descriptor: FileDescriptor) {
+        self.id = id
+        self.size = size
+        self.storedSize = storedSize
+        self.encoding = encoding
+        self.path = path
+        self.descriptor = descriptor
+    }
+
+    func release() {
+        descriptor?.close()
+        descriptor = nil
+    }
+
+    deinit {
+        // A staged blob dropped without install or discard must not linger as a half-owned file.
+        if let descriptor {
+            descriptor.close()
+            try? FileSystem.remove(path)
+        }
+    }
+}
+
+extension BlobStore {
+    /// Streams `source` into a new staging file: hashing the original bytes, compressing as `mode`
+    /// says, then fsyncing. Memory is bounded by the chunk size whatever the input's size.
+    /// When `expected` is given and the content hashes otherwise, nothing is kept and `.mismatch` is thrown.
+    /// `seekable` lets `auto` rewrite the blob uncompressed when xz turned out not to save 10 %.
+    public func stage(from source: FileDescriptor, compression mode: CompressionMode,
+                      expected: BlobID? = nil, seekable: Bool = true) throws -> StagedBlob {
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: BlobStore.chunkSize, alignment: 16)
+        defer { chunk.deallocate() }
+        let first = try source.readFully(into: chunk)
+        let firstBytes = UnsafeRawBufferPointer(rebasing: chunk[..<first])
+
+        var encoding: BlobEncoding
+        switch mode {
+        case .none: encoding = .identity
+        case .xz: encoding = .xz
+        case .auto: encoding = CompressionAdvisor.worthCompressing(firstBytes) ? .xz : .identity
+        }
+        let staged = try stageStream(source, chunk: chunk, firstCount: first, encoding: encoding,
+                                     preset: mode == .auto ? BlobStore.autoPreset : BlobStore.xzPreset)
+        if mode == .auto, encoding == .xz, seekable,
+           Double(staged.storedSize) > 0.9 * Double(staged.size) {
+            // xz did not save 10 %: keep the original bytes instead, which reads faster.
+            discard(staged)
+            try source.seek(to: 0)
+            let n = try source.readFully(into: chunk)
+            encoding = .identity
+            let plain = try stageStream(source, chunk: chunk, firstCount: n, encoding: .identity, preset: 0)
+            return try check(plain, expected: expected)
+        }
+        return try check(staged, expected: expected)
+    }
+
+    /// Stages in-memory bytes (small blobs, tests).
+    public func stage(bytes: [UInt8], compression mode: CompressionMode) throws -> StagedBlob {
+        let encoding: BlobEncoding
+        switch mode {
+        case .none: encoding = .identity
+        case .xz: encoding = .xz
+        case .auto:
+            encoding = bytes.withUnsafeBytes { CompressionAdvisor.worthCompressing($0) } ? .xz : .identity
+        }
+        return try withStagingFile { fd in
+            let hasher = SHA256Hasher()
+            hasher.update(bytes)
+            var stored: Int64 = 0
+            if encoding == .xz {
+                let xz = try XZStream(.compress(preset: mode == .auto ? BlobStore.autoPreset : BlobStore.xzPreset))
+                let sink: (UnsafeRawBufferPointer) throws -> Void = { try fd.write($0); stored += Int64($0.count) }
+                try bytes.withUnsafeBytes { try xz.process($0, sink: sink) }
+                try xz.finish(sink: sink)
+            } else {
+                try fd.write(bytes)
+                stored = Int64(bytes.count)
+            }
+            return (hasher.finalize(), Int64(bytes.count), stored, encoding)
+        }
+    }
+
+    private func check(_ staged: StagedBlob, expected: BlobID?) throws -> StagedBlob {
+        if let expected, expected != staged.id {
+            discard(staged)
+            throw BlobError.mismatch(expected: expected, actual: staged.id)
+        }
+        return staged
+    }
+
+    private func stageStream(_ source: FileDescriptor, chunk: UnsafeMutableRawBufferPointer, firstCount: Int,
+                             encoding: BlobEncoding, preset: UInt32) throws -> StagedBlob {
+        try withStagingFile { fd in
+            let hasher = SHA256Hasher()
+            let xz = encoding == .xz ? try XZStream(.compress(preset: preset)) : nil
+            var size: Int64 = 0
+            var stored: Int64 = 0
+            let sink: (UnsafeRawBufferPointer) throws -> Void = { try fd.write($0); stored += Int64($0.count) }
+            var count = firstCount
+            while count > 0 {
+                let piece = UnsafeRawBufferPointer(rebasing: chunk[..<count])
+                hasher.update(piece)
+                size += Int64(count)
+                if let xz { try xz.process(piece, sink: sink) } else { try sink(piece) }
+                count = try source.readFully(into: chunk)
+            }
+            try xz?.finish(sink: sink)
+            return (hasher.finalize(), size, stored, encoding)
+        }
+    }
+
+    /// Creates `interim/<random>.interim` locked by this process, lets `fill` write it, fsyncs it.
+    /// On any error the staging file is removed before the error propagates.
+    private func withStagingFile(
+        _ fill: (FileDescriptor) throws -> (BlobID, Int64, Int64, BlobEncoding)
+    ) throws -> StagedBlob {
+        let path = interimPath + "/" + SecureRandom.hex(16) + ".interim"
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        } catch let error as IOError where error.isNotFound {
+            try FileSystem.makeDirectories(interimPath)
+            fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        }
+        do {
+            _ = flock(fd.raw, LOCK_EX | LOCK_NB)
+            let (id, size, stored, encoding) = try fill(fd)
+            try fd.sync()
+            return StagedBlob(id: id, size: size, storedSize: stored, encoding: encoding, path: path, descriptor: fd)
+        } catch {
+            fd.close()
+            try? FileSystem.remove(path)
+            throw error
+        }
+    }
+
+    /// Drops a staging file that will not be installed.
+    public func discard(_ staged: StagedBlob) {
+        staged.release()
+        try? FileSystem.remove(staged.path)
+    }
+
+    /// Installs staged blobs: renames each into `blobs/`, then fsyncs every touched folder once.
+    /// When an identical blob is already installed the staging file is dropped and the installed
+    /// file's mtime refreshed, so a gc grace measured from mtime cannot sweep it before the caller's
+    /// reference commits. On return every blob is durable under its address.
+    @discardableResult
+    public func install(_ staged: [StagedBlob]) throws -> [StoredBlob] {
+        var results: [StoredBlob] = []
+        var touched = Set<String>()
+        var pending = staged[...]
+        defer { for s in pending { discard(s) } }
+        while let s = pending.popFirst() {
+            defer { discard(s) }
+            let target = path(for: s.id)
+            if let existing = try FileSystem.status(target), existing.isRegular,
+               existing.size == s.storedSize || s.encoding == .identity && existing.size == s.size {
+                try FileSystem.touch(target)
+                results.append(StoredBlob(id: s.id, size: s.size, storedSize: existing.size,
+                                          encoding: existing.size == s.storedSize ? s.encoding : .identity,
+                                          deduplicated: true))
+                continue
+            }
+            let folder = blobsPath + "/" + s.id.fanOut
+            do {
+                try FileSystem.rename(s.path, target)
+            } catch let error as IOError where error.isNotFound {
+                try FileSystem.makeDirectories(folder)
+                touched.insert(blobsPath)
+                try FileSystem.rename(s.path, target)
+            }
+            touched.insert(folder)
+            results.append(StoredBlob(id: s.id, size: s.size, storedSize: s.storedSize, encoding: s.encoding,
+                                      deduplicated: false))
+        }
+        for folder in touched.sorted(by: { $0.count > $1.count }) { try FileSystem.syncDirectory(folder) }
+        return results
+    }
+
+    /// Stages and installs one file's content.
+    public func write(from source: FileDescriptor, compression: CompressionMode,
+                      expected: BlobID? = nil) throws -> StoredBlob {
+        try install([stage(from: source, compression: compression, expected: expected)])[0]
+    }
+
+    public func write(bytes: [UInt8], compression: CompressionMode) throws -> StoredBlob {
+        try install([stage(bytes: bytes, compression: compression)])[0]
+    }
+}

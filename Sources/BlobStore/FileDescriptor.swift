@@ -1,0 +1,167 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CFileOps
+
+/// An open file descriptor with the path it was opened from (for error messages). Closed by
+/// `closeAfter` or explicitly; never leaked on a throw when used through `FileDescriptor.with`.
+public struct FileDescriptor: Sendable {
+    public let raw: Int32
+    public let path: String
+
+    public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws -> FileDescriptor {
+        let fd = try sys("opening", path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
+        return FileDescriptor(raw: fd, path: path)
+    }
+
+    /// Opens, runs `body`, and closes whatever `body` did.
+    public static func with<R>(_ path: String, _ flags: Int32, mode: mode_t = 0o644,
+                               _ body: (FileDescriptor) throws -> R) throws -> R {
+        let fd = try open(path, flags, mode: mode)
+        defer { fd.close() }
+        return try body(fd)
+    }
+
+    public func close() { _ = Glibc.close(raw) }
+
+    /// Reads up to `buffer.count` bytes; 0 means end of file.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        try sys("reading", path) { Glibc.read(raw, buffer.baseAddress, buffer.count) }
+    }
+
+    /// Fills `buffer` as far as the file allows; returns the count read (short only at EOF).
+    public func readFully(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        var filled = 0
+        while filled < buffer.count {
+            let n = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
+            if n == 0 { break }
+            filled += n
+        }
+        return filled
+    }
+
+    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+        var done = 0
+        while done < bytes.count {
+            let rest = UnsafeRawBufferPointer(rebasing: bytes[done...])
+            let n = try sys("writing", path) { Glibc.write(raw, rest.baseAddress, rest.count) }
+            done += n
+        }
+    }
+
+    public func write(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { try write($0) }
+    }
+
+    public func sync() throws {
+        try sys("syncing", path) { cfileops_fsync(raw) }
+    }
+
+    public func stat() throws -> FileStatus {
+        var st = Glibc.stat()
+        try sys("examining", path) { fstat(raw, &st) }
+        return FileStatus(st)
+    }
+
+    public func seek(to offset: Int64) throws {
+        try sys("seeking in", path) { lseek(raw, off_t(offset), SEEK_SET) }
+    }
+}
+
+/// The parts of stat(2) the store needs.
+public struct FileStatus: Sendable, Equatable {
+    public let size: Int64
+    public let mode: mode_t
+    public let inode: UInt64
+    public let device: UInt64
+    public let mtimeNanoseconds: Int64
+
+    init(_ st: Glibc.stat) {
+        size = Int64(st.st_size)
+        mode = st.st_mode
+        inode = UInt64(st.st_ino)
+        device = UInt64(st.st_dev)
+        mtimeNanoseconds = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+    }
+
+    public var isRegular: Bool { (mode & S_IFMT) == S_IFREG }
+    public var isDirectory: Bool { (mode & S_IFMT) == S_IFDIR }
+    public var isSymlink: Bool { (mode & S_IFMT) == S_IFLNK }
+}
+
+public enum FileSystem {
+    /// lstat(2): the status of the path itself, not what a link points to. nil when absent.
+    public static func status(_ path: String, followLinks: Bool = false) throws -> FileStatus? {
+        var st = Glibc.stat()
+        let r = fstatat(AT_FDCWD, path, &st, followLinks ? 0 : AT_SYMLINK_NOFOLLOW)
+        if r == 0 { return FileStatus(st) }
+        let code = errno
+        if code == ENOENT || code == ENOTDIR { return nil }
+        throw IOError("examining", path: path, errno: code)
+    }
+
+    public static func exists(_ path: String) -> Bool {
+        (try? status(path)) != nil
+    }
+
+    /// Creates the folder and its parents; an existing folder is fine.
+    public static func makeDirectories(_ path: String, mode: mode_t = 0o755) throws {
+        if let st = try status(path, followLinks: true) {
+            if st.isDirectory { return }
+            throw IOError("creating folder", path: path, errno: EEXIST)
+        }
+        let parent = parentPath(path)
+        if parent != path && !parent.isEmpty { try makeDirectories(parent, mode: mode) }
+        if mkdir(path, mode) != 0 && errno != EEXIST {
+            throw IOError("creating folder", path: path, errno: errno)
+        }
+    }
+
+    /// fsync(2) on a folder, so a rename or unlink inside it survives a power cut.
+    public static func syncDirectory(_ path: String) throws {
+        try FileDescriptor.with(path, O_RDONLY | O_DIRECTORY) { try $0.sync() }
+    }
+
+    /// Removes a file; a file already gone is not an error.
+    public static func remove(_ path: String) throws {
+        if unlink(path) != 0 && errno != ENOENT {
+            throw IOError("removing", path: path, errno: errno)
+        }
+    }
+
+    public static func rename(_ from: String, _ to: String) throws {
+        try sys("renaming", from) { Glibc.rename(from, to) }
+    }
+
+    /// Sets a file's modification time to now.
+    public static func touch(_ path: String) throws {
+        try sys("touching", path) { utimensat(AT_FDCWD, path, nil, 0) }
+    }
+
+    /// Names in a folder, without "." and ".."; an absent folder has none.
+    public static func contents(of path: String) throws -> [String] {
+        guard let dir = opendir(path) else {
+            if errno == ENOENT || errno == ENOTDIR { return [] }
+            throw IOError("listing", path: path, errno: errno)
+        }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    public static func parentPath(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        if slash == path.startIndex { return "/" }
+        return String(path[..<slash])
+    }
+
+    public static func join(_ a: String, _ b: String) -> String {
+        a.hasSuffix("/") ? a + b : a + "/" + b
+    }
+}

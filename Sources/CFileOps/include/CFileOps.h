@@ -1,0 +1,15 @@
+#ifndef CFILEOPS_H
+#define CFILEOPS_H
+#include <sys/types.h>
+#include <stdint.h>
+
+/// Reflink `src` into `dst` (both open descriptors). Returns 0, or -1 with errno set
+/// (EOPNOTSUPP / EXDEV / EINVAL where the file system cannot share extents).
+int cfileops_ficlone(int dst_fd, int src_fd);
+
+/// copy_file_range(2) from the current offsets; returns bytes copied, 0 at EOF, -1 with errno.
+ssize_t cfileops_copy_file_range(int src_fd, int dst_fd, size_t len);
+
+/// fdatasync-free full fsync, retried on EINTR. Returns 0 or -1 with errno.
+int cfileops_fsync(int fd);
+#endif

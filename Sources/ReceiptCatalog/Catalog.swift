@@ -1,0 +1,198 @@
+import BlobStore
+import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public struct CatalogError: Error, CustomStringConvertible, Sendable {
+    public enum Code: Sendable, Equatable {
+        /// No catalog at the path: not a vault (yet).
+        case absent
+        /// Written by a newer `receipt` (schema `found` > `known`).
+        case newerSchema(found: Int, known: Int)
+        /// SQLite cannot read it, or it is not a receipt catalog.
+        case unreadable
+    }
+
+    public let code: Code
+    public let path: String
+    public let detail: String
+
+    public var description: String {
+        switch code {
+        case .absent:
+            return "no vault at \(FileSystem.parentPath(path)) (run `receipt init` first)"
+        case .newerSchema(let found, let known):
+            return "the catalog \(path) has schema version \(found), newer than this receipt knows (\(known)): "
+                + "upgrade receipt; nothing was changed"
+        case .unreadable:
+            return "the catalog \(path) cannot be read (\(detail)): run `receipt fsck --repair` to recover the vault; "
+                + "nothing was changed"
+        }
+    }
+}
+
+/// The vault's SQLite catalog, through a GRDB `DatabasePool` in WAL mode. Access is scoped by
+/// closures: the closure given to `write` is one transaction, and the connection never escapes.
+public final class Catalog: Sendable {
+    public static let fileName = "catalog.sqlite"
+    public static var schemaVersion: Int { Schema.version }
+
+    public let path: String
+    let pool: DatabasePool
+
+    private init(path: String, pool: DatabasePool) {
+        self.path = path
+        self.pool = pool
+    }
+
+    /// Opens an existing catalog. Refuses, before SQLite touches the file, a catalog written by a
+    /// newer version or one whose header is not a receipt catalog's; then refuses one SQLite cannot read.
+    public static func open(at path: String) throws -> Catalog {
+        try inspect(path)
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration())
+            let version = try pool.read { db in
+                _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master")
+                return try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+            }
+            if version > schemaVersion {
+                throw CatalogError(code: .newerSchema(found: version, known: schemaVersion), path: path, detail: "")
+            }
+            if version < schemaVersion {
+                try migrate(pool)
+            }
+        } catch let error as CatalogError {
+            throw error
+        } catch let error as DatabaseError {
+            throw CatalogError(code: .unreadable, path: path, detail: error.message ?? "\(error.resultCode)")
+        }
+        return Catalog(path: path, pool: pool)
+    }
+
+    /// Creates a new catalog at `path` (which must not exist) with the given settings.
+    public static func create(at path: String, settings: VaultSettings) throws -> Catalog {
+        let pool = try DatabasePool(path: path, configuration: configuration())
+        try migrate(pool)
+        try pool.write { db in
+            try settings.save(db)
+            try Zone(name: Zone.personal, createdAt: nowMillis()).insert(db)
+        }
+        return Catalog(path: path, pool: pool)
+    }
+
+    private static func migrate(_ pool: DatabasePool) throws {
+        try Schema.migrator.migrate(pool)
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA application_id = \(Schema.applicationID)")
+            try db.execute(sql: "PRAGMA user_version = \(Schema.version)")
+            // Put the header (and so the version) into the main file, where `inspect` reads it.
+            try db.checkpoint(.truncate)
+        }
+    }
+
+    private static func configuration() -> Configuration {
+        var config = Configuration()
+        config.foreignKeysEnabled = true
+        config.busyMode = .timeout(30)
+        config.prepareDatabase { db in
+            // A committed reference must survive a power cut, not only a crash of this process.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        return config
+    }
+
+    /// Reads the 100-byte SQLite header without opening the database, so a newer or foreign file is
+    /// refused with no change at all (not even a WAL or journal file).
+    public static func inspect(_ path: String) throws {
+        guard let st = try FileSystem.status(path, followLinks: true) else {
+            throw CatalogError(code: .absent, path: path, detail: "")
+        }
+        guard st.isRegular else { throw CatalogError(code: .unreadable, path: path, detail: "not a regular file") }
+        var header = [UInt8](repeating: 0, count: 100)
+        let count: Int
+        do {
+            count = try FileDescriptor.with(path, O_RDONLY) { fd in
+                try header.withUnsafeMutableBytes { try fd.readFully(into: $0) }
+            }
+        } catch let error as IOError {
+            throw CatalogError(code: .unreadable, path: path, detail: error.message)
+        }
+        guard count == 100, header.starts(with: Array("SQLite format 3\0".utf8)) else {
+            throw CatalogError(code: .unreadable, path: path, detail: "not an SQLite database")
+        }
+        func int32(at offset: Int) -> Int {
+            Int(Int32(bitPattern: UInt32(header[offset]) << 24 | UInt32(header[offset + 1]) << 16
+                | UInt32(header[offset + 2]) << 8 | UInt32(header[offset + 3])))
+        }
+        let version = int32(at: 60)
+        let application = int32(at: 68)
+        if application != Int(Schema.applicationID) {
+            throw CatalogError(code: .unreadable, path: path, detail: "not a receipt catalog")
+        }
+        if version > schemaVersion {
+            throw CatalogError(code: .newerSchema(found: version, known: schemaVersion), path: path, detail: "")
+        }
+    }
+
+    /// One read transaction (a consistent snapshot).
+    public func read<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.read(body)
+    }
+
+    /// One write transaction: everything in `body` commits together or not at all.
+    public func write<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.write(body)
+    }
+
+    /// SQLite's own `integrity_check` and `foreign_key_check`; empty when both pass.
+    public func integrityProblems() throws -> [String] {
+        try pool.read { db in
+            var problems = try String.fetchAll(db, sql: "PRAGMA integrity_check").filter { $0 != "ok" }
+            let rows = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check")
+            for row in rows {
+                let table: String = row[0]
+                let rowid: Int64? = row[1]
+                let parent: String = row[2]
+                problems.append("a row \(rowid.map(String.init) ?? "?") of \(table) refers to a missing row of \(parent)")
+            }
+            return problems
+        }
+    }
+
+    public func close() throws {
+        try pool.close()
+    }
+}
+
+/// Settings fixed at `receipt init`.
+public struct VaultSettings: Sendable, Equatable {
+    public var vaultID: String
+    public var inlineThreshold: Int64
+    public var compression: CompressionMode
+
+    public static let defaultInlineThreshold: Int64 = 100 * 1024
+
+    public init(vaultID: String, inlineThreshold: Int64 = defaultInlineThreshold, compression: CompressionMode = .auto) {
+        self.vaultID = vaultID
+        self.inlineThreshold = inlineThreshold
+        self.compression = compression
+    }
+
+    func save(_ db: Database) throws {
+        for (key, value) in [("vaultID", vaultID), ("inlineThreshold", String(inlineThreshold)),
+                             ("compression", compression.rawValue)] {
+            try db.execute(sql: "INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)", arguments: [key, value])
+        }
+    }
+
+    public static func load(_ db: Database) throws -> VaultSettings {
+        let pairs = try Row.fetchAll(db, sql: "SELECT key, value FROM settings")
+        var map: [String: String] = [:]
+        for row in pairs { map[row["key"]] = row["value"] }
+        return VaultSettings(vaultID: map["vaultID"] ?? "",
+                             inlineThreshold: map["inlineThreshold"].flatMap { Int64($0) } ?? defaultInlineThreshold,
+                             compression: map["compression"].flatMap { CompressionMode(rawValue: $0) } ?? .auto)
+    }
+}

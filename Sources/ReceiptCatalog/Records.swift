@@ -1,0 +1,157 @@
+import GRDB
+
+/// Milliseconds since 1970, the catalog's one time unit.
+public typealias Millis = Int64
+
+public func nowMillis() -> Millis {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return Millis(ts.tv_sec) * 1000 + Millis(ts.tv_nsec) / 1_000_000
+}
+
+/// A receipt's metadata. `total` is an exact decimal string ("12.34"), never a floating-point number.
+public struct Receipt: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "receipts"
+    public var id: String
+    public var zone: String
+    public var merchant: String?
+    public var date: String?
+    public var total: String?
+    public var currency: String?
+    public var category: String?
+    public var note: String?
+    public var tags: [String]
+    public var createdAt: Millis
+    public var modifiedAt: Millis
+
+    public init(id: String, zone: String, merchant: String? = nil, date: String? = nil, total: String? = nil,
+                currency: String? = nil, category: String? = nil, note: String? = nil, tags: [String] = [],
+                createdAt: Millis, modifiedAt: Millis) {
+        self.id = id
+        self.zone = zone
+        self.merchant = merchant
+        self.date = date
+        self.total = total
+        self.currency = currency
+        self.category = category
+        self.note = note
+        self.tags = tags
+        self.createdAt = createdAt
+        self.modifiedAt = modifiedAt
+    }
+
+}
+
+/// A blob attached to a receipt under a file name. A receipt holds a given blob at most once.
+public struct Attachment: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "attachments"
+    public var receiptID: String
+    public var sha256: String
+    public var filename: String
+    public var mediaType: String
+    public var position: Int
+
+    public init(receiptID: String, sha256: String, filename: String, mediaType: String, position: Int) {
+        self.receiptID = receiptID
+        self.sha256 = sha256
+        self.filename = filename
+        self.mediaType = mediaType
+        self.position = position
+    }
+}
+
+/// A blob the vault holds: external (a file under blobs/, `inline == nil`) or inline (bytes in the catalog).
+public struct BlobRecord: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "blobs"
+    public var sha256: String
+    public var size: Int64
+    public var storedSize: Int64
+    /// `identity` or `xz`: how the external file is encoded. Inline bytes are always the original bytes.
+    public var encoding: String
+    public var inline: [UInt8]?
+    public var createdAt: Millis
+
+    public init(sha256: String, size: Int64, storedSize: Int64, encoding: String, inline: [UInt8]?, createdAt: Millis) {
+        self.sha256 = sha256
+        self.size = size
+        self.storedSize = storedSize
+        self.encoding = encoding
+        self.inline = inline
+        self.createdAt = createdAt
+    }
+
+    public var isInline: Bool { inline != nil }
+}
+
+/// A zone as this vault knows it. Local zones have `owner == nil`; zones shared with this vault's
+/// account are named `OWNER/NAME` and carry the owner and the role the account was given.
+public struct Zone: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "zones"
+    public var name: String
+    public var owner: String?
+    public var role: String
+    public var shared: Bool
+    /// The server's change token after the last pull of this zone (sync bookkeeping).
+    public var changeToken: String?
+    public var createdAt: Millis
+
+    public init(name: String, owner: String? = nil, role: String = "owner", shared: Bool = false,
+                changeToken: String? = nil, createdAt: Millis) {
+        self.name = name
+        self.owner = owner
+        self.role = role
+        self.shared = shared
+        self.changeToken = changeToken
+        self.createdAt = createdAt
+    }
+
+    public static let personal = "personal"
+    public static let recovered = "recovered"
+}
+
+/// One entry of the outbox: a local mutation of a receipt not yet pushed to a server. Written in the
+/// same transaction as the mutation, so a sync can never miss one.
+public struct Change: Codable, Sendable, Equatable, FetchableRecord, MutablePersistableRecord {
+    public static let databaseTableName = "changes"
+    public var seq: Int64?
+    public var receiptID: String
+    public var zone: String
+    public var kind: String
+    public var at: Millis
+
+    public init(receiptID: String, zone: String, kind: Kind, at: Millis) {
+        self.receiptID = receiptID
+        self.zone = zone
+        self.kind = kind.rawValue
+        self.at = at
+    }
+
+    public enum Kind: String, Sendable { case upsert, delete }
+
+    public mutating func didInsert(_ inserted: InsertionSuccess) { seq = inserted.rowID }
+}
+
+/// What the import stat cache remembers of a file already imported, so an unchanged file
+/// (same device, inode, size and mtime) is not hashed again.
+public struct ImportCacheEntry: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "importCache"
+    public var path: String
+    public var device: Int64
+    public var inode: Int64
+    public var size: Int64
+    public var mtimeNs: Int64
+    public var sha256: String
+
+    public init(path: String, device: Int64, inode: Int64, size: Int64, mtimeNs: Int64, sha256: String) {
+        self.path = path
+        self.device = device
+        self.inode = inode
+        self.size = size
+        self.mtimeNs = mtimeNs
+        self.sha256 = sha256
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

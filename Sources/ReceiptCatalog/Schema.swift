@@ -1,0 +1,79 @@
+import GRDB
+
+/// The catalog's schema, as versioned migrations. `PRAGMA user_version` is set to the number of
+/// migrations applied: a catalog with a higher number was written by a newer `receipt` and is refused.
+enum Schema {
+    static let applicationID: Int32 = 0x5243_5054 // "RCPT"
+
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE settings (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    value TEXT NOT NULL
+                );
+                CREATE TABLE zones (
+                    name TEXT PRIMARY KEY NOT NULL CHECK (length(name) > 0),
+                    owner TEXT,
+                    role TEXT NOT NULL DEFAULT 'owner' CHECK (role IN ('owner', 'read', 'write')),
+                    shared INTEGER NOT NULL DEFAULT 0 CHECK (shared IN (0, 1)),
+                    changeToken TEXT,
+                    createdAt INTEGER NOT NULL
+                );
+                CREATE TABLE blobs (
+                    sha256 TEXT PRIMARY KEY NOT NULL CHECK (length(sha256) = 64 AND sha256 NOT GLOB '*[^0-9a-f]*'),
+                    size INTEGER NOT NULL CHECK (size >= 0),
+                    storedSize INTEGER NOT NULL CHECK (storedSize >= 0),
+                    encoding TEXT NOT NULL CHECK (encoding IN ('identity', 'xz')),
+                    inline BLOB CHECK (inline IS NULL OR (length(inline) = size AND encoding = 'identity')),
+                    createdAt INTEGER NOT NULL
+                );
+                CREATE TABLE receipts (
+                    id TEXT PRIMARY KEY NOT NULL CHECK (length(id) = 36),
+                    zone TEXT NOT NULL REFERENCES zones(name) ON UPDATE CASCADE,
+                    merchant TEXT,
+                    date TEXT CHECK (date IS NULL OR date GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]'),
+                    total TEXT CHECK (total IS NULL OR total GLOB '*[0-9]*'),
+                    currency TEXT CHECK (currency IS NULL OR length(currency) = 3),
+                    category TEXT,
+                    note TEXT,
+                    tags TEXT NOT NULL DEFAULT '[]',
+                    createdAt INTEGER NOT NULL,
+                    modifiedAt INTEGER NOT NULL
+                );
+                CREATE INDEX receipts_by_date ON receipts(date, id);
+                CREATE INDEX receipts_by_zone_date ON receipts(zone, date, id);
+                CREATE TABLE attachments (
+                    receiptID TEXT NOT NULL REFERENCES receipts(id) ON DELETE CASCADE,
+                    sha256 TEXT NOT NULL REFERENCES blobs(sha256),
+                    filename TEXT NOT NULL,
+                    mediaType TEXT NOT NULL,
+                    position INTEGER NOT NULL,
+                    PRIMARY KEY (receiptID, sha256)
+                ) WITHOUT ROWID;
+                CREATE INDEX attachments_by_blob ON attachments(sha256);
+                CREATE TABLE changes (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    receiptID TEXT NOT NULL,
+                    zone TEXT NOT NULL,
+                    kind TEXT NOT NULL CHECK (kind IN ('upsert', 'delete')),
+                    at INTEGER NOT NULL
+                );
+                CREATE INDEX changes_by_receipt ON changes(receiptID);
+                CREATE TABLE importCache (
+                    path TEXT PRIMARY KEY NOT NULL,
+                    device INTEGER NOT NULL,
+                    inode INTEGER NOT NULL,
+                    size INTEGER NOT NULL,
+                    mtimeNs INTEGER NOT NULL,
+                    sha256 TEXT NOT NULL
+                );
+                """)
+        }
+        return m
+    }
+
+    /// The version this binary writes and understands.
+    static var version: Int { migrator.migrations.count }
+}

@@ -1,0 +1,2 @@
+import XCTest
+final class PlaceholderReceiptCatalogTests: XCTestCase { func testBuilds() {} }

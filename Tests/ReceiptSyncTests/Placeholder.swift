@@ -1,0 +1,2 @@
+import XCTest
+final class PlaceholderReceiptSyncTests: XCTestCase { func testBuilds() {} }
