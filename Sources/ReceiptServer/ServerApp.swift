@@ -1,0 +1,175 @@
+import BlobStore
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import ReceiptWire
+import ServiceLifecycle
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The request context: Hummingbird's storage plus the authenticated account.
+public struct ServerContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    var account: Account?
+
+    public init(source: Source) {
+        coreContext = .init(source: source)
+        account = nil
+    }
+
+    /// Largest JSON body accepted (blob bodies are streamed and limited separately).
+    public var maxUploadSize: Int { 8 << 20 }
+
+    func caller() throws -> Account {
+        guard let account else { throw ServerError(401, "a valid bearer token is required") }
+        return account
+    }
+}
+
+extension ServerError: HTTPResponseError {
+    public var status: HTTPResponse.Status { HTTPResponse.Status(code: code) }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if code == 401 { headers[.wwwAuthenticate] = "Bearer" }
+        let body = (try? JSONEncoder().encode(WireError(error: message))) ?? Data()
+        return Response(status: status, headers: headers,
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+    }
+}
+
+/// Rejects every request without a valid `Authorization: Bearer TOKEN` (401) and records the caller.
+struct AuthMiddleware: RouterMiddleware {
+    let catalog: ServerCatalog
+
+    func handle(_ request: Request, context: ServerContext,
+                next: (Request, ServerContext) async throws -> Response) async throws -> Response {
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
+              let account = try await catalog.authenticate(token: String(header.dropFirst(7))) else {
+            throw ServerError(401, "a valid bearer token is required")
+        }
+        var context = context
+        context.account = account
+        return try await next(request, context)
+    }
+}
+
+/// Turns errors nobody mapped (decoding, I/O, SQLite) into one-sentence JSON answers.
+struct ErrorMiddleware: RouterMiddleware {
+    func handle(_ request: Request, context: ServerContext,
+                next: (Request, ServerContext) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as ServerError {
+            throw error
+        } catch let error as HTTPError {
+            throw ServerError(Int(error.status.code), error.body ?? "the request was refused (\(error.status.code))")
+        } catch is DecodingError {
+            throw ServerError(400, "the request body is not valid JSON of the expected shape")
+        } catch {
+            context.logger.error("request failed: \(String(describing: error))")
+            throw ServerError(500, "the server failed to handle the request")
+        }
+    }
+}
+
+/// Limits of a server.
+public struct ServerLimits: Sendable {
+    /// Largest blob accepted by `PUT /v1/blobs/{sha256}`.
+    public var maxBlobSize: Int64
+    public init(maxBlobSize: Int64 = 4 << 30) { self.maxBlobSize = maxBlobSize }
+}
+
+/// The sync server: an HTTP application over a server data folder.
+public enum SyncServer {
+    /// Builds the router (every route under `/v1`, every route authenticated).
+    public static func buildRouter(catalog: ServerCatalog, limits: ServerLimits = ServerLimits()) -> Router<ServerContext> {
+        let router = Router(context: ServerContext.self)
+        router.add(middleware: ErrorMiddleware())
+        let v1 = router.group("v1").add(middleware: AuthMiddleware(catalog: catalog))
+        ZoneRoutes(catalog: catalog).register(v1)
+        BlobRoutes(catalog: catalog, limits: limits).register(v1)
+        return router
+    }
+
+    /// Runs the server on `host:port` until SIGINT or SIGTERM (or until the task is cancelled):
+    /// then stops accepting, lets requests in flight finish, and closes the catalog.
+    /// `onRunning` receives the bound port (useful with port 0).
+    public static func run(dataPath: String, host: String, port: Int, limits: ServerLimits = ServerLimits(),
+                           logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let catalog = try ServerCatalog(dataPath: dataPath)
+        do {
+            let app = Application(
+                router: buildRouter(catalog: catalog, limits: limits),
+                configuration: .init(address: .hostname(host, port: port), serverName: "receipt"),
+                onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
+                logger: logger)
+            let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint],
+                                                          logger: logger))
+            try await group.run()
+        } catch {
+            try? catalog.close()
+            throw error
+        }
+        try catalog.close()
+    }
+
+    /// Parses `HOST:PORT` (IPv6 as `[::1]:PORT`).
+    public static func parseListen(_ text: String) throws -> (host: String, port: Int) {
+        var host: Substring
+        var portText: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+                throw ServerError.bad("invalid listen address \(text): use HOST:PORT")
+            }
+            host = text[text.index(after: text.startIndex)..<close]
+            portText = text[text.index(close, offsetBy: 2)...]
+        } else {
+            guard let colon = text.lastIndex(of: ":") else {
+                throw ServerError.bad("invalid listen address \(text): use HOST:PORT")
+            }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+        }
+        guard !host.isEmpty, let port = Int(portText), (0...65535).contains(port) else {
+            throw ServerError.bad("invalid listen address \(text): use HOST:PORT with a port from 0 to 65535")
+        }
+        return (String(host), port)
+    }
+}
+
+/// Path parameters, validated before they reach SQL or the file system.
+extension ServerContext {
+    func name(_ key: String) throws -> String {
+        guard let value = parameters.get(key), WireName.isValid(value) else {
+            throw ServerError.bad("invalid \(key) in the path: use 1 to 64 letters, digits, '.', '_' or '-'")
+        }
+        return value
+    }
+
+    func blobID(_ key: String) throws -> BlobID {
+        guard let value = parameters.get(key), WireName.isValidBlobAddress(value), let id = BlobID(hex: value) else {
+            throw ServerError.bad("invalid blob address in the path: use 64 lowercase hex digits")
+        }
+        return id
+    }
+}
+
+extension Request {
+    func decodeJSON<T: Decodable>(_ type: T.Type, context: ServerContext) async throws -> T {
+        let buffer = try await body.collect(upTo: context.maxUploadSize)
+        do {
+            return try JSONDecoder().decode(type, from: buffer)
+        } catch {
+            throw ServerError.bad("the request body is not valid JSON of the expected shape")
+        }
+    }
+}
+
+func jsonResponse<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
+    let data = try JSONEncoder().encode(value)
+    return Response(status: status, headers: [.contentType: "application/json"],
+                    body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+}

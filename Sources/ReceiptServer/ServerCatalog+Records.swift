@@ -1,0 +1,183 @@
+import BlobStore
+import Foundation
+import GRDB
+import ReceiptWire
+
+/// Records, change tracking and blob authorization.
+extension ServerCatalog {
+    /// True when a live record of a zone `caller` can read references the blob.
+    static func canRead(_ db: Database, blob: String, caller: Account) throws -> Bool {
+        try Bool.fetchOne(db, sql: """
+            SELECT EXISTS (
+                SELECT 1 FROM recordBlobs rb JOIN zones z ON z.id = rb.zoneID
+                WHERE rb.sha256 = ? AND (z.ownerID = ? OR EXISTS (
+                    SELECT 1 FROM shares s WHERE s.zoneID = z.id AND s.accountID = ?)))
+            """, arguments: [blob, caller.id, caller.id]) ?? false
+    }
+
+    /// True when the server holds the blob and `caller` has shown it holds the bytes: it uploaded
+    /// them, or it can already read a zone that references them. Knowing the address is not enough.
+    static func hasProvedPossession(_ db: Database, blob: String, caller: Account) throws -> Bool {
+        let uploaded = try Bool.fetchOne(db, sql: """
+            SELECT EXISTS (SELECT 1 FROM possessions WHERE accountID = ? AND sha256 = ?)
+            """, arguments: [caller.id, blob]) ?? false
+        if uploaded { return true }
+        return try canRead(db, blob: blob, caller: caller)
+    }
+
+    /// The subset of `blobs` the caller must upload before a record referencing them is accepted.
+    func want(_ blobs: [String], caller: Account) async throws -> [String] {
+        let store = self.blobs
+        return try await pool.read { db in
+            var want: [String] = []
+            for blob in blobs {
+                guard let id = BlobID(hex: blob), id.hex == blob else {
+                    throw ServerError.bad("\(blob) is not a blob address (64 lowercase hex digits)")
+                }
+                let known = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM blobs WHERE sha256 = ?)",
+                                              arguments: [blob]) ?? false
+                let proved = try Self.hasProvedPossession(db, blob: blob, caller: caller)
+                if !known || !store.contains(id) || !proved {
+                    want.append(blob)
+                }
+            }
+            return want
+        }
+    }
+
+    /// Records that `caller` uploaded bytes that hashed to `id` (installed in the store already).
+    func registerUpload(_ id: BlobID, size: Int64, caller: Account) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO blobs(sha256, size, createdAt) VALUES (?, ?, ?)",
+                           arguments: [id.hex, size, Self.now()])
+            try db.execute(sql: "INSERT OR IGNORE INTO possessions(accountID, sha256) VALUES (?, ?)",
+                           arguments: [caller.id, id.hex])
+        }
+    }
+
+    /// The blob's size when `caller` may read it; nil otherwise (absent or not readable: the same answer).
+    func readableBlobSize(_ id: BlobID, caller: Account) async throws -> Int64? {
+        try await pool.read { db in
+            guard try Self.canRead(db, blob: id.hex, caller: caller) else { return nil }
+            return try Int64.fetchOne(db, sql: "SELECT size FROM blobs WHERE sha256 = ?", arguments: [id.hex])
+        }
+    }
+
+    // MARK: Push
+
+    /// Applies a push to `owner/name` in one transaction, record by record: a stale base tag is a
+    /// conflict carrying the server's version; content that fails validation, or references a blob
+    /// the caller has not uploaded (or cannot already read), is rejected; the rest is saved with a
+    /// new change tag and the zone's next sequence number.
+    func push(_ request: WirePushRequest, owner: String, name: String, caller: Account) async throws -> WirePushResponse {
+        guard request.records.count <= WireProtocol.maxPushRecords else {
+            throw ServerError(413, "a push may carry at most \(WireProtocol.maxPushRecords) records, not \(request.records.count)")
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let decoder = JSONDecoder()
+        return try await pool.write { db in
+            let zone = try Self.requireZone(db, owner: owner, name: name, caller: caller)
+            guard zone.role != .read else {
+                throw ServerError(403, "the account \(caller.name) has read-only access to \(Self.zoneLabel(owner, name)): its changes were refused")
+            }
+            var seq = try Int64.fetchOne(db, sql: "SELECT seq FROM zones WHERE id = ?", arguments: [zone.id]) ?? 0
+            var results: [WirePushResult] = []
+            for record in request.records {
+                guard WireName.isValidRecordID(record.id) else {
+                    results.append(WirePushResult(id: record.id, status: .rejected, error: "\(record.id) is not a receipt id (a UUID)"))
+                    continue
+                }
+                let current = try Row.fetchOne(db, sql: "SELECT changeTag, payload FROM records WHERE zoneID = ? AND id = ?",
+                                               arguments: [zone.id, record.id])
+                if let current {
+                    let tag: String = current["changeTag"]
+                    if tag != record.baseTag {
+                        let payload: String? = current["payload"]
+                        let receipt = try payload.map { try decoder.decode(WireReceipt.self, from: Data($0.utf8)) }
+                        results.append(WirePushResult(id: record.id, status: .conflict,
+                                                      server: WireRecord(id: record.id, changeTag: tag, receipt: receipt)))
+                        continue
+                    }
+                }
+                if let receipt = record.receipt {
+                    if let problem = receipt.validationError() {
+                        results.append(WirePushResult(id: record.id, status: .rejected, error: "receipt \(record.id): \(problem)"))
+                        continue
+                    }
+                    var refused: String?
+                    for a in receipt.attachments {
+                        let size = try Int64.fetchOne(db, sql: "SELECT size FROM blobs WHERE sha256 = ?", arguments: [a.sha256])
+                        let proved = try Self.hasProvedPossession(db, blob: a.sha256, caller: caller)
+                        if size == nil || !proved {
+                            refused = "receipt \(record.id) references blob \(a.sha256), which must be uploaded first"
+                            break
+                        }
+                        if size != a.size {
+                            refused = "receipt \(record.id) gives blob \(a.sha256) a size of \(a.size) bytes, not \(size ?? 0)"
+                            break
+                        }
+                    }
+                    if let refused {
+                        results.append(WirePushResult(id: record.id, status: .rejected, error: refused))
+                        continue
+                    }
+                }
+                seq += 1
+                let tag = SecureRandom.hex(8)
+                let payload = try record.receipt.map { String(decoding: try encoder.encode($0), as: UTF8.self) }
+                try db.execute(sql: "DELETE FROM recordBlobs WHERE zoneID = ? AND recordID = ?", arguments: [zone.id, record.id])
+                try db.execute(sql: """
+                    INSERT INTO records(zoneID, id, changeTag, seq, payload) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT(zoneID, id) DO UPDATE SET changeTag = excluded.changeTag, seq = excluded.seq,
+                        payload = excluded.payload
+                    """, arguments: [zone.id, record.id, tag, seq, payload])
+                for a in record.receipt?.attachments ?? [] {
+                    try db.execute(sql: "INSERT OR IGNORE INTO recordBlobs(zoneID, recordID, sha256) VALUES (?, ?, ?)",
+                                   arguments: [zone.id, record.id, a.sha256])
+                }
+                results.append(WirePushResult(id: record.id, status: .saved, changeTag: tag))
+            }
+            try db.execute(sql: "UPDATE zones SET seq = ? WHERE id = ?", arguments: [seq, zone.id])
+            return WirePushResponse(results: results)
+        }
+    }
+
+    // MARK: Pull
+
+    /// The records of `owner/name` changed after `since` (a token from an earlier answer; nil or
+    /// empty for everything), at most `limit`, oldest change first.
+    func changes(owner: String, name: String, since: String?, limit: Int, caller: Account) async throws -> WireChangesResponse {
+        let decoder = JSONDecoder()
+        return try await pool.read { db in
+            let zone = try Self.requireZone(db, owner: owner, name: name, caller: caller)
+            var after: Int64 = 0
+            if let since, !since.isEmpty {
+                let parts = since.split(separator: ".", omittingEmptySubsequences: false)
+                guard parts.count == 2, let n = Int64(parts[1]), n >= 0 else {
+                    throw ServerError.bad("the change token \(since) is malformed")
+                }
+                guard parts[0] == zone.uid else {
+                    throw ServerError(410, "the change token \(since) belongs to an earlier \(Self.zoneLabel(owner, name)): pull again from the start")
+                }
+                after = n
+            }
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT id, changeTag, seq, payload FROM records WHERE zoneID = ? AND seq > ? ORDER BY seq LIMIT ?
+                """, arguments: [zone.id, after, limit + 1])
+            let more = rows.count > limit
+            var records: [WireRecord] = []
+            var last = after
+            for row in rows.prefix(limit) {
+                let payload: String? = row["payload"]
+                let receipt = try payload.map { try decoder.decode(WireReceipt.self, from: Data($0.utf8)) }
+                records.append(WireRecord(id: row["id"], changeTag: row["changeTag"], receipt: receipt))
+                last = row["seq"]
+            }
+            if !more {
+                last = max(last, try Int64.fetchOne(db, sql: "SELECT seq FROM zones WHERE id = ?", arguments: [zone.id]) ?? last)
+            }
+            return WireChangesResponse(records: records, changeToken: "\(zone.uid).\(last)", more: more)
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import BlobStore
+import GRDB
+import ReceiptWire
+
+/// Zones and shares. The one authorization rule: a caller can read a zone it owns or that is shared
+/// with it; every other zone is reported as not found, whether or not it exists.
+extension ServerCatalog {
+    static func zoneLabel(_ owner: String, _ name: String) -> String { "zone \(owner)/\(name)" }
+
+    /// The zone `owner/name` as `caller` may see it; nil when absent or not readable by the caller.
+    static func visibleZone(_ db: Database, owner: String, name: String, caller: Account) throws -> VisibleZone? {
+        guard let row = try Row.fetchOne(db, sql: """
+            SELECT z.id, z.uid, z.ownerID, z.name, a.name AS ownerName,
+                   (SELECT role FROM shares s WHERE s.zoneID = z.id AND s.accountID = ?) AS shareRole
+            FROM zones z JOIN accounts a ON a.id = z.ownerID
+            WHERE a.name = ? AND z.name = ?
+            """, arguments: [caller.id, owner, name]) else { return nil }
+        let ownerID: Int64 = row["ownerID"]
+        let role: WireRole
+        if ownerID == caller.id {
+            role = .owner
+        } else if let share: String = row["shareRole"], let r = WireRole(rawValue: share) {
+            role = r
+        } else {
+            return nil
+        }
+        return VisibleZone(id: row["id"], uid: row["uid"], owner: row["ownerName"], ownerID: ownerID,
+                           name: row["name"], role: role)
+    }
+
+    static func requireZone(_ db: Database, owner: String, name: String, caller: Account) throws -> VisibleZone {
+        guard let zone = try visibleZone(db, owner: owner, name: name, caller: caller) else {
+            throw ServerError.notFound(zoneLabel(owner, name))
+        }
+        return zone
+    }
+
+    static func requireOwner(_ db: Database, owner: String, name: String, caller: Account) throws -> VisibleZone {
+        let zone = try requireZone(db, owner: owner, name: name, caller: caller)
+        guard zone.role == .owner else {
+            throw ServerError(403, "only the owner of \(zoneLabel(owner, name)) can change its sharing or delete it")
+        }
+        return zone
+    }
+
+    /// Every zone the caller owns or participates in, sorted by owner then name.
+    func zones(for caller: Account) async throws -> [WireZone] {
+        try await pool.read { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT a.name AS owner, z.name, 'owner' AS role,
+                       EXISTS (SELECT 1 FROM shares s WHERE s.zoneID = z.id) AS shared
+                FROM zones z JOIN accounts a ON a.id = z.ownerID WHERE z.ownerID = ?
+                UNION ALL
+                SELECT a.name AS owner, z.name, s.role, 1 AS shared
+                FROM shares s JOIN zones z ON z.id = s.zoneID JOIN accounts a ON a.id = z.ownerID
+                WHERE s.accountID = ?
+                ORDER BY owner, name
+                """, arguments: [caller.id, caller.id])
+            return rows.compactMap { row in
+                guard let role = WireRole(rawValue: row["role"]) else { return nil }
+                return WireZone(owner: row["owner"], name: row["name"], role: role, shared: row["shared"])
+            }
+        }
+    }
+
+    /// Creates the caller's zone `name`; an existing one is kept as it is. Returns true when created.
+    func createZone(owner: String, name: String, caller: Account) async throws -> Bool {
+        guard owner == caller.name else {
+            throw ServerError(403, "zones can only be created under the caller's own account \(caller.name), not \(owner)")
+        }
+        return try await pool.write { db in
+            if try Int.fetchOne(db, sql: "SELECT 1 FROM zones WHERE ownerID = ? AND name = ?",
+                                arguments: [caller.id, name]) != nil {
+                return false
+            }
+            try db.execute(sql: "INSERT INTO zones(uid, ownerID, name, seq, createdAt) VALUES (?, ?, ?, 0, ?)",
+                           arguments: [SecureRandom.hex(8), caller.id, name, Self.now()])
+            return true
+        }
+    }
+
+    /// Deletes one of the caller's zones with its records and shares. Blob bytes stay in the store
+    /// (content-addressed: another zone may reference them).
+    func deleteZone(owner: String, name: String, caller: Account) async throws {
+        try await pool.write { db in
+            let zone = try Self.requireOwner(db, owner: owner, name: name, caller: caller)
+            try db.execute(sql: "DELETE FROM recordBlobs WHERE zoneID = ?", arguments: [zone.id])
+            try db.execute(sql: "DELETE FROM records WHERE zoneID = ?", arguments: [zone.id])
+            try db.execute(sql: "DELETE FROM shares WHERE zoneID = ?", arguments: [zone.id])
+            try db.execute(sql: "DELETE FROM zones WHERE id = ?", arguments: [zone.id])
+        }
+    }
+
+    func shares(owner: String, name: String, caller: Account) async throws -> [WireShare] {
+        try await pool.read { db in
+            let zone = try Self.requireZone(db, owner: owner, name: name, caller: caller)
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT a.name, s.role FROM shares s JOIN accounts a ON a.id = s.accountID
+                WHERE s.zoneID = ? ORDER BY a.name
+                """, arguments: [zone.id])
+            return rows.compactMap { row in
+                WireRole(rawValue: row["role"]).map { WireShare(account: row["name"], role: $0) }
+            }
+        }
+    }
+
+    /// Shares the caller's zone with `account` as `role` (read or write), replacing an earlier role.
+    func share(owner: String, name: String, with account: String, role: WireRole, caller: Account) async throws {
+        guard role != .owner else { throw ServerError.bad("a zone can be shared as read or write, not owner") }
+        try await pool.write { db in
+            let zone = try Self.requireOwner(db, owner: owner, name: name, caller: caller)
+            guard let target = try Int64.fetchOne(db, sql: "SELECT id FROM accounts WHERE name = ?", arguments: [account]) else {
+                throw ServerError.notFound("account \(account)")
+            }
+            guard target != caller.id else { throw ServerError.bad("the owner of \(Self.zoneLabel(owner, name)) cannot share it with itself") }
+            try db.execute(sql: "INSERT OR REPLACE INTO shares(zoneID, accountID, role) VALUES (?, ?, ?)",
+                           arguments: [zone.id, target, role.rawValue])
+        }
+    }
+
+    /// Removes `account` from the caller's zone; from then on every request of that account about
+    /// the zone or its blobs is answered as if they did not exist. Unsharing a non-participant is not an error.
+    func unshare(owner: String, name: String, with account: String, caller: Account) async throws {
+        try await pool.write { db in
+            let zone = try Self.requireOwner(db, owner: owner, name: name, caller: caller)
+            guard let target = try Int64.fetchOne(db, sql: "SELECT id FROM accounts WHERE name = ?", arguments: [account]) else {
+                throw ServerError.notFound("account \(account)")
+            }
+            try db.execute(sql: "DELETE FROM shares WHERE zoneID = ? AND accountID = ?", arguments: [zone.id, target])
+        }
+    }
+}

@@ -1,0 +1,178 @@
+import BlobStore
+import GRDB
+import ReceiptWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An error a server operation reports: its HTTP status and one sentence.
+public struct ServerError: Error, CustomStringConvertible, Sendable {
+    public let code: Int
+    public let message: String
+    public init(_ code: Int, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+    public var description: String { message }
+
+    static func notFound(_ what: String) -> ServerError { ServerError(404, "\(what) was not found") }
+    static func bad(_ message: String) -> ServerError { ServerError(400, message) }
+}
+
+/// An authenticated caller.
+public struct Account: Sendable, Equatable {
+    public let id: Int64
+    public let name: String
+}
+
+/// A zone the caller can read, with the caller's role on it.
+struct VisibleZone: Sendable {
+    let id: Int64
+    let uid: String
+    let owner: String
+    let ownerID: Int64
+    let name: String
+    let role: WireRole
+}
+
+/// The server's data folder: `server.sqlite` (accounts, zones, shares, records) and the blob tree
+/// (`blobs/`, `interim/`), through the same BlobStore as a vault.
+public final class ServerCatalog: Sendable {
+    public static let fileName = "server.sqlite"
+    let pool: DatabasePool
+    public let blobs: BlobStore
+    public let dataPath: String
+
+    /// Opens (creating when absent) the server data folder at `path`.
+    public init(dataPath path: String) throws {
+        do {
+            try FileSystem.makeDirectories(path, mode: 0o700)
+            let store = BlobStore(root: path)
+            try store.prepare()
+            var config = Configuration()
+            config.foreignKeysEnabled = true
+            config.busyMode = .timeout(30)
+            config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            let pool = try DatabasePool(path: FileSystem.join(path, Self.fileName), configuration: config)
+            try Self.migrator.migrate(pool)
+            self.pool = pool
+            self.blobs = store
+            self.dataPath = path
+        } catch let error as DatabaseError {
+            throw ServerError(500, "the server catalog in \(path) cannot be opened: \(error.message ?? "\(error.resultCode)")")
+        } catch let error as IOError {
+            throw ServerError(500, "the server data folder \(path) cannot be prepared: \(error.description)")
+        }
+    }
+
+    public func close() throws { try pool.close() }
+
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("server-v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE accounts (
+                    id INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL UNIQUE,
+                    tokenHash TEXT NOT NULL UNIQUE CHECK (length(tokenHash) = 64),
+                    createdAt INTEGER NOT NULL
+                );
+                CREATE TABLE zones (
+                    id INTEGER PRIMARY KEY,
+                    uid TEXT NOT NULL UNIQUE,
+                    ownerID INTEGER NOT NULL REFERENCES accounts(id),
+                    name TEXT NOT NULL,
+                    seq INTEGER NOT NULL DEFAULT 0,
+                    createdAt INTEGER NOT NULL,
+                    UNIQUE (ownerID, name)
+                );
+                CREATE TABLE shares (
+                    zoneID INTEGER NOT NULL REFERENCES zones(id) ON DELETE CASCADE,
+                    accountID INTEGER NOT NULL REFERENCES accounts(id),
+                    role TEXT NOT NULL CHECK (role IN ('read', 'write')),
+                    PRIMARY KEY (zoneID, accountID)
+                ) WITHOUT ROWID;
+                CREATE INDEX shares_by_account ON shares(accountID);
+                CREATE TABLE records (
+                    zoneID INTEGER NOT NULL REFERENCES zones(id) ON DELETE CASCADE,
+                    id TEXT NOT NULL,
+                    changeTag TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    payload TEXT,
+                    PRIMARY KEY (zoneID, id)
+                ) WITHOUT ROWID;
+                CREATE INDEX records_by_seq ON records(zoneID, seq);
+                CREATE TABLE recordBlobs (
+                    zoneID INTEGER NOT NULL,
+                    recordID TEXT NOT NULL,
+                    sha256 TEXT NOT NULL REFERENCES blobs(sha256),
+                    PRIMARY KEY (zoneID, recordID, sha256),
+                    FOREIGN KEY (zoneID, recordID) REFERENCES records(zoneID, id) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                CREATE INDEX recordBlobs_by_blob ON recordBlobs(sha256);
+                CREATE TABLE blobs (
+                    sha256 TEXT PRIMARY KEY NOT NULL CHECK (length(sha256) = 64),
+                    size INTEGER NOT NULL,
+                    createdAt INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                CREATE TABLE possessions (
+                    accountID INTEGER NOT NULL REFERENCES accounts(id),
+                    sha256 TEXT NOT NULL REFERENCES blobs(sha256),
+                    PRIMARY KEY (accountID, sha256)
+                ) WITHOUT ROWID;
+                """)
+        }
+        return m
+    }
+
+    // MARK: Accounts
+
+    /// Creates an account and returns its token: 256 random bits as 64 hex digits. Only the
+    /// token's SHA-256 is stored, so the data folder never holds a usable credential.
+    public func addAccount(_ name: String) throws -> String {
+        guard WireName.isValid(name) else {
+            throw ServerError.bad("invalid account name \"\(name)\": use 1 to 64 letters, digits, '.', '_' or '-'")
+        }
+        let token = SecureRandom.hex(32)
+        let hash = Self.tokenHash(token)
+        try pool.write { db in
+            if try Int.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE name = ?", arguments: [name]) != nil {
+                throw ServerError(409, "the account \(name) already exists")
+            }
+            try db.execute(sql: "INSERT INTO accounts(name, tokenHash, createdAt) VALUES (?, ?, ?)",
+                           arguments: [name, hash, Self.now()])
+        }
+        return token
+    }
+
+    static func tokenHash(_ token: String) -> String {
+        SHA256Hasher.hash(Array(token.utf8)).hex
+    }
+
+    /// The account holding `token`, or nil. The stored hash is compared in constant time.
+    func authenticate(token: String) async throws -> Account? {
+        guard token.utf8.count == 64, WireName.isValidBlobAddress(token) else { return nil }
+        let presented = Self.tokenHash(token)
+        let found: (Account, String)? = try await pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT id, name, tokenHash FROM accounts WHERE tokenHash = ?",
+                                             arguments: [presented]) else { return nil }
+            return (Account(id: row["id"], name: row["name"]), row["tokenHash"])
+        }
+        guard let (account, stored) = found,
+              Self.constantTimeEqual(Array(stored.utf8), Array(presented.utf8)) else { return nil }
+        return account
+    }
+
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var diff: UInt8 = 0
+        for i in 0..<a.count { diff |= a[i] ^ b[i] }
+        return diff == 0
+    }
+
+    static func now() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+}
