@@ -1,1 +1,3 @@
-print("receipt")
+import ReceiptCommands
+
+await ReceiptCommand.main()

@@ -1,1 +1,143 @@
-// test support
+import BlobStore
+import Foundation
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A fresh temporary folder per test, removed afterwards.
+public final class TemporaryFolder {
+    public let path: String
+
+    public init(_ label: String = "receipt-test") {
+        let template = NSTemporaryDirectory() + "/\(label)-XXXXXX"
+        var bytes = Array(template.utf8CString)
+        let made = bytes.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        path = made.map { String(cString: $0) } ?? (NSTemporaryDirectory() + "/\(label)-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    public func url(_ name: String) -> URL { URL(fileURLWithPath: path).appendingPathComponent(name) }
+    public func file(_ name: String) -> String { path + "/" + name }
+
+    /// Writes `bytes` to `name` (creating folders) and returns its path.
+    @discardableResult
+    public func write(_ name: String, _ bytes: [UInt8]) throws -> String {
+        let p = file(name)
+        try FileManager.default.createDirectory(atPath: FileSystem.parentPath(p), withIntermediateDirectories: true)
+        try Data(bytes).write(to: URL(fileURLWithPath: p))
+        return p
+    }
+
+    @discardableResult
+    public func write(_ name: String, _ text: String) throws -> String { try write(name, Array(text.utf8)) }
+}
+
+/// Deterministic test content.
+public enum TestData {
+    /// Pseudo-random (incompressible) bytes from a seed.
+    public static func random(_ count: Int, seed: UInt64) -> [UInt8] {
+        var state = seed &+ 0x9E37_79B9_7F4A_7C15
+        var out = [UInt8](repeating: 0, count: count)
+        var i = 0
+        while i < count {
+            state ^= state << 13; state ^= state >> 7; state ^= state << 17
+            withUnsafeBytes(of: state) { word in
+                for b in word where i < count { out[i] = b; i += 1 }
+            }
+        }
+        return out
+    }
+
+    /// Compressible text-like bytes.
+    public static func text(_ count: Int, seed: Int = 0) -> [UInt8] {
+        let line = Array("Receipt line \(seed): 2 x Coffee beans 12.34 EUR, VAT 19 %, thank you for shopping\n".utf8)
+        return (0..<count).map { line[$0 % line.count] }
+    }
+
+    public static func sha256(_ bytes: [UInt8]) -> String { SHA256Hasher.hash(bytes).hex }
+}
+
+/// The built `receipt` executable, for tests that drive the real binary (kill tests, exit codes).
+public enum ReceiptBinary {
+    public static var path: String {
+        // Tests run from the package's build folder: .build/<config>/receiptPackageTests.xctest
+        let bundle = Bundle.main.bundlePath
+        var dir = URL(fileURLWithPath: bundle).deletingLastPathComponent()
+        for _ in 0..<3 {
+            let candidate = dir.appendingPathComponent("receipt").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        for config in ["debug", "release"] {
+            let candidate = FileManager.default.currentDirectoryPath + "/.build/\(config)/receipt"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return "receipt"
+    }
+
+    public struct Result {
+        public let status: Int32
+        public let stdout: String
+        public let stderr: String
+        public let stdoutData: Data
+    }
+
+    /// Runs the binary to completion with `arguments`, optional stdin bytes and extra environment.
+    @discardableResult
+    public static func run(_ arguments: [String], environment: [String: String] = [:],
+                           currentDirectory: String? = nil) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Drain both pipes while the child runs so a large output cannot block it.
+        let outData = UnsafeSendableBox(Data())
+        let group = DispatchGroupless()
+        group.run { outData.value = out.fileHandleForReading.readDataToEndOfFile() }
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        group.wait()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stdout: String(decoding: outData.value, as: UTF8.self),
+                      stderr: String(decoding: errData, as: UTF8.self), stdoutData: outData.value)
+    }
+}
+
+/// A value shared with one helper thread, accessed before start and after join only.
+public final class UnsafeSendableBox<T>: @unchecked Sendable {
+    public var value: T
+    public init(_ value: T) { self.value = value }
+}
+
+/// Runs one closure on a helper thread and waits for it.
+public final class DispatchGroupless: @unchecked Sendable {
+    private var thread: Thread?
+    private let done = NSCondition()
+    private var finished = false
+
+    public init() {}
+
+    public func run(_ body: @escaping @Sendable () -> Void) {
+        thread = Thread { [self] in
+            body()
+            done.lock(); finished = true; done.signal(); done.unlock()
+        }
+        thread?.start()
+    }
+
+    public func wait() {
+        done.lock()
+        while !finished { done.wait() }
+        done.unlock()
+    }
+}

@@ -1,0 +1,32 @@
+import ArgumentParser
+import ReceiptVault
+
+struct ListCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "List receipts, oldest date first.",
+        discussion: "Example: receipt list --from 2025-01-01 --to 2025-12-31 --category health --json")
+
+    @OptionGroup var options: VaultOptions
+    @Option(help: "Only this zone.") var zone: String?
+    @Option(help: ArgumentHelp("Only dated on or after.", valueName: "YYYY-MM-DD")) var from: String?
+    @Option(help: ArgumentHelp("Only dated on or before.", valueName: "YYYY-MM-DD")) var to: String?
+    @Option(help: "Only this merchant (case-insensitive).") var merchant: String?
+    @Option(help: "Only this category (case-insensitive).") var category: String?
+
+    func run() throws {
+        let vault = try options.openVault()
+        let receipts = try vault.list(ListFilter(zone: zone, from: from, to: to, merchant: merchant, category: category))
+        if options.json { return try Output.json(receipts) }
+        for r in receipts { Output.line(summary(r)) }
+    }
+}
+
+func summary(_ r: ReceiptView) -> String {
+    let amount = [r.total, r.currency].compactMap { $0 }.joined(separator: " ")
+    let files = r.attachments.count == 1 ? r.attachments[0].filename : "\(r.attachments.count) files"
+    return [String(r.id.prefix(8)), r.date ?? "----------", r.merchant ?? "-", amount.isEmpty ? "-" : amount,
+            r.category ?? "-", files]
+        .map { $0.replacingOccurrences(of: "\n", with: " ") }
+        .joined(separator: "  ")
+}

@@ -1,0 +1,62 @@
+import ArgumentParser
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The root command: dispatches only. Each subcommand parses, calls one library function, renders.
+public struct ReceiptCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "receipt",
+        abstract: "A content-addressed store for receipts and their attachments.",
+        discussion: """
+            The vault is --vault PATH, else $RECEIPT_VAULT, else $XDG_DATA_HOME/receipt, else \
+            ~/.local/share/receipt. Exit status: 0 success; 1 the command ran and found or left \
+            problems; any other non-zero: nothing was changed.
+            """,
+        subcommands: [
+            InitCommand.self, ImportCommand.self, ListCommand.self, ShowCommand.self, EditCommand.self,
+            RemoveCommand.self, AttachCommand.self, DetachCommand.self, CatCommand.self, StatsCommand.self,
+        ]
+    )
+
+    @OptionGroup public var options: VaultOptions
+
+    public init() {}
+
+    /// Parses and runs; every failure becomes one line on stderr and a meaningful exit status.
+    public static func main(arguments: [String]? = nil) async {
+        var command: ParsableCommand
+        do {
+            command = try parseAsRoot(arguments)
+        } catch {
+            exit(withParseError: error)
+        }
+        do {
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as ExitCode {
+            Glibc.exit(error.rawValue)
+        } catch let error as CleanExit {
+            self.exit(withError: error)
+        } catch let error as ValidationError {
+            exit(withParseError: error)
+        } catch {
+            let failure = Failure.describe(error)
+            FileHandle.standardError.write(Data(("receipt: " + failure.message + "\n").utf8))
+            Glibc.exit(failure.status)
+        }
+    }
+
+    /// Help and version as ArgumentParser renders them; argument errors on one line.
+    static func exit(withParseError error: Error) -> Never {
+        let status = exitCode(for: error)
+        if status == .success { self.exit(withError: error) }
+        let text = message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid arguments"
+        FileHandle.standardError.write(Data(("receipt: " + text + " (see `receipt --help`)\n").utf8))
+        Glibc.exit(status.rawValue)
+    }
+}

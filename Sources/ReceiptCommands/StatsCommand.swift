@@ -1,0 +1,18 @@
+import ArgumentParser
+import ReceiptVault
+
+struct StatsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "stats", abstract: "Counts and bytes.")
+
+    @OptionGroup var options: VaultOptions
+
+    func run() throws {
+        let s = try options.openVault().stats()
+        if options.json { return try Output.json(s) }
+        Output.line("receipts:       \(s.receipts)")
+        Output.line("attachments:    \(s.attachments)")
+        Output.line("blobs:          \(s.blobs) (\(s.externalBlobs) files, \(s.inlineBlobs) inline)")
+        Output.line("logical bytes:  \(s.logicalBytes) (\(Format.bytes(s.logicalBytes)))")
+        Output.line("stored bytes:   \(s.storedBytes) (\(Format.bytes(s.storedBytes)))")
+    }
+}

@@ -1,0 +1,125 @@
+import ArgumentParser
+import BlobStore
+import Foundation
+import ReceiptCatalog
+import ReceiptVault
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Flags every command takes, before or after the subcommand name.
+public struct VaultOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The vault folder.", valueName: "path"))
+    public var vault: String?
+
+    @Flag(name: .long, help: "Print one JSON document on stdout.")
+    public var json = false
+
+    public init() {}
+
+    /// --vault, else $RECEIPT_VAULT, else $XDG_DATA_HOME/receipt, else ~/.local/share/receipt.
+    public var vaultPath: String {
+        let env = ProcessInfo.processInfo.environment
+        if let vault, !vault.isEmpty { return vault }
+        if let v = env["RECEIPT_VAULT"], !v.isEmpty { return v }
+        if let xdg = env["XDG_DATA_HOME"], !xdg.isEmpty { return xdg + "/receipt" }
+        return (env["HOME"] ?? NSHomeDirectory()) + "/.local/share/receipt"
+    }
+
+    public func openVault() throws -> Vault { try Vault.open(at: vaultPath) }
+
+}
+
+/// How an error ends the process: one sentence and an exit status.
+struct Failure {
+    let message: String
+    let status: Int32
+
+    /// Exit 2: nothing was changed (bad input, unusable vault, not found).
+    static let unchanged: Int32 = 2
+    /// Exit 1: the command ran and found or left problems.
+    static let problems: Int32 = 1
+
+    static func describe(_ error: Error) -> Failure {
+        switch VaultError.wrap(error) {
+        case let e as ProblemsExit: return Failure(message: e.message, status: problems)
+        case let e as VaultError: return Failure(message: e.message, status: unchanged)
+        case let e as BlobError: return Failure(message: e.description, status: problems)
+        case let e: return Failure(message: String(describing: e), status: unchanged)
+        }
+    }
+}
+
+/// Thrown after output was rendered, when the command ran but left problems (exit 1).
+struct ProblemsExit: Error {
+    let message: String
+}
+
+enum Output {
+    static func json<T: Encodable>(_ value: T) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        var data = try encoder.encode(value)
+        data.append(0x0A)
+        FileHandle.standardOutput.write(data)
+    }
+
+    static func line(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    static func note(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    static var stderrIsTerminal: Bool { isatty(2) == 1 }
+}
+
+/// Progress on stderr, only when stderr is a terminal: files, bytes, rate and time left.
+final class ProgressLine: @unchecked Sendable {
+    private let label: String
+    private let start = Date()
+    private var lastDraw = Date.distantPast
+    private let enabled: Bool
+
+    init(_ label: String) {
+        self.label = label
+        enabled = Output.stderrIsTerminal
+    }
+
+    func update(files: Int, of totalFiles: Int, bytes: Int64, of totalBytes: Int64) {
+        guard enabled else { return }
+        let now = Date()
+        guard now.timeIntervalSince(lastDraw) > 0.1 || files == totalFiles else { return }
+        lastDraw = now
+        let elapsed = max(now.timeIntervalSince(start), 0.001)
+        let rate = Double(bytes) / elapsed
+        let left = rate > 0 ? Double(totalBytes - bytes) / rate : 0
+        let text = String(format: "\r%@ %d/%d files, %@/%@, %@/s, %@ left ", label, files, totalFiles,
+                          Format.bytes(bytes), Format.bytes(totalBytes), Format.bytes(Int64(rate)), Format.duration(left))
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    func finish() {
+        guard enabled else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+    }
+}
+
+enum Format {
+    static func bytes(_ n: Int64) -> String {
+        let units = ["B", "KB", "MB", "GB", "TB"]
+        var value = Double(n)
+        var unit = 0
+        while value >= 1000 && unit < units.count - 1 {
+            value /= 1000
+            unit += 1
+        }
+        return unit == 0 ? "\(n) B" : String(format: "%.1f %@", value, units[unit])
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        let s = Int(seconds.rounded())
+        return s >= 60 ? "\(s / 60)m\(String(format: "%02d", s % 60))s" : "\(s)s"
+    }
+}

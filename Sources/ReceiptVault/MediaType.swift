@@ -1,0 +1,67 @@
+/// Media types from file content, falling back to the extension: a scan saved without an
+/// extension, or a PDF named `.jpg`, still gets the right type.
+public enum MediaType {
+    public static func detect(head: UnsafeRawBufferPointer, filename: String) -> String {
+        if let sniffed = sniff(head) { return sniffed }
+        let ext = filename.split(separator: ".").last.map { $0.lowercased() } ?? ""
+        return byExtension[ext] ?? "application/octet-stream"
+    }
+
+    public static func detect(bytes: [UInt8], filename: String) -> String {
+        bytes.withUnsafeBytes { detect(head: UnsafeRawBufferPointer(rebasing: $0.prefix(4096)), filename: filename) }
+    }
+
+    static func sniff(_ b: UnsafeRawBufferPointer) -> String? {
+        func starts(_ magic: [UInt8], at offset: Int = 0) -> Bool {
+            guard b.count >= offset + magic.count else { return false }
+            for (i, m) in magic.enumerated() where b[offset + i] != m { return false }
+            return true
+        }
+        if starts(Array("%PDF-".utf8)) { return "application/pdf" }
+        if starts([0xFF, 0xD8, 0xFF]) { return "image/jpeg" }
+        if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return "image/png" }
+        if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) { return "image/tiff" }
+        if starts(Array("ftyp".utf8), at: 4) {
+            for brand in ["heic", "heix", "hevc", "heim", "heis", "mif1", "msf1"] where starts(Array(brand.utf8), at: 8) {
+                return "image/heic"
+            }
+        }
+        if starts(Array("GIF8".utf8)) { return "image/gif" }
+        if starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8) { return "image/webp" }
+        if b.count > 0 && isText(b) { return nil }  // text: let the extension say which kind (csv, json, …)
+        return nil
+    }
+
+    /// Valid UTF-8 with no NUL in the sample (a multi-byte sequence cut at the end is allowed).
+    static func isText(_ b: UnsafeRawBufferPointer) -> Bool {
+        if b.contains(0) { return false }
+        var bytes = Array(b)
+        for _ in 0..<3 where String(validating: bytes, as: UTF8.self) == nil && !bytes.isEmpty {
+            bytes.removeLast()
+        }
+        return String(validating: bytes, as: UTF8.self) != nil
+    }
+
+    static func textType(_ filename: String) -> String {
+        let ext = filename.split(separator: ".").last.map { $0.lowercased() } ?? ""
+        if let known = byExtension[ext], known.hasPrefix("text/") || known == "application/json" { return known }
+        return "text/plain"
+    }
+
+    static let byExtension: [String: String] = [
+        "pdf": "application/pdf", "jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png",
+        "heic": "image/heic", "heif": "image/heic", "tif": "image/tiff", "tiff": "image/tiff",
+        "gif": "image/gif", "webp": "image/webp", "txt": "text/plain", "text": "text/plain",
+        "csv": "text/csv", "json": "application/json", "html": "text/html", "htm": "text/html",
+        "xml": "application/xml", "eml": "message/rfc822", "zip": "application/zip",
+    ]
+}
+
+extension MediaType {
+    /// Content first; text content gets its kind from the extension (csv, json) or text/plain.
+    public static func of(head: UnsafeRawBufferPointer, filename: String) -> String {
+        if let sniffed = sniff(head) { return sniffed }
+        if head.count > 0 && isText(head) { return textType(filename) }
+        return detect(head: head, filename: filename)
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+
+/// Parsing and checking of user-supplied metadata. Each function returns the canonical form or
+/// throws a `VaultError.badInput` naming the value.
+public enum Validate {
+    /// `YYYY-MM-DD` naming a real calendar day (2025-02-30 is refused).
+    public static func date(_ text: String) throws -> String {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+              parts.allSatisfy({ $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
+              let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]) else {
+            throw VaultError.bad("invalid date '\(text)': expected YYYY-MM-DD")
+        }
+        guard (1...12).contains(m), d >= 1, d <= daysIn(month: m, year: y), y >= 1 else {
+            throw VaultError.bad("invalid date '\(text)': no such day")
+        }
+        return text
+    }
+
+    static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    /// An exact decimal amount such as `12.34`, `-5`, `0.5`: digits, at most one `.`, up to 4 decimals,
+    /// no exponent, no grouping. Canonical form: no leading `+`, no superfluous leading zeros.
+    public static func total(_ text: String) throws -> String {
+        var s = Substring(text.trimmingCharacters(in: .whitespaces))
+        var sign = ""
+        if s.first == "-" { sign = "-"; s = s.dropFirst() } else if s.first == "+" { s = s.dropFirst() }
+        let pieces = s.split(separator: ".", omittingEmptySubsequences: false)
+        let digits = { (p: Substring) in !p.isEmpty && p.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } }
+        guard pieces.count <= 2, digits(pieces[0]), pieces[0].count <= 15,
+              pieces.count == 1 || (digits(pieces[1]) && pieces[1].count <= 4) else {
+            throw VaultError.bad("invalid total '\(text)': expected a decimal amount such as 12.34")
+        }
+        var whole = pieces[0].drop(while: { $0 == "0" })
+        if whole.isEmpty { whole = "0" }
+        let result = whole + (pieces.count == 2 ? "." + pieces[1] : "")
+        let isZero = result.allSatisfy { $0 == "0" || $0 == "." }
+        return (isZero ? "" : sign) + result
+    }
+
+    /// An ISO 4217 currency code, upper-cased.
+    public static func currency(_ text: String) throws -> String {
+        let code = text.uppercased()
+        guard ISO4217.codes.contains(code) else {
+            throw VaultError.bad("unknown currency '\(text)': expected an ISO 4217 code such as USD or EUR")
+        }
+        return code
+    }
+
+    /// A zone name as given on the command line: `NAME` (own zone) or `OWNER/NAME` (shared with us).
+    public static func zoneName(_ text: String) throws -> String {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), parts.allSatisfy(isName) else {
+            throw VaultError.bad("invalid zone name '\(text)': use letters, digits, '-', '_' or '.' (OWNER/NAME for a shared zone)")
+        }
+        return text
+    }
+
+    /// Account and zone names: 1–64 of letters, digits, `-`, `_`, `.`, not starting with `.`.
+    public static func isName(_ s: Substring) -> Bool {
+        !s.isEmpty && s.count <= 64 && s.first != "." && s.unicodeScalars.allSatisfy {
+            ($0.isASCII && (CharacterSet.alphanumerics.contains($0))) || $0 == "-" || $0 == "_" || $0 == "."
+        }
+    }
+
+    /// Free text (merchant, category, note, tag) is kept as data; only its length is bounded.
+    public static func text(_ value: String, field: String) throws -> String {
+        guard value.utf8.count <= 4096 else {
+            throw VaultError.bad("\(field) is too long (\(value.utf8.count) bytes; at most 4096)")
+        }
+        return value
+    }
+}

@@ -1,0 +1,123 @@
+import BlobStore
+import Foundation
+import GRDB
+import ReceiptCatalog
+
+public struct VaultStats: Codable, Sendable, Equatable {
+    public var receipts: Int
+    public var attachments: Int
+    public var blobs: Int
+    public var externalBlobs: Int
+    public var inlineBlobs: Int
+    /// Original bytes of every blob, each counted once.
+    public var logicalBytes: Int64
+    /// Bytes the blobs take: files (after compression) plus inline bytes.
+    public var storedBytes: Int64
+}
+
+extension Vault {
+    /// Adds files as attachments of an existing receipt (a file whose content the receipt already
+    /// holds is not added twice).
+    @discardableResult
+    public func attach(_ idOrPrefix: String, paths: [String]) throws -> ReceiptView {
+        var skipped: [FailedFile] = []
+        let inputs = try collectInputs(paths, skipped: &skipped)
+        if let first = skipped.first { throw VaultError.bad("cannot attach \(first.path): \(first.error)") }
+        return try wrapped {
+            let id = try catalog.read { db -> String in
+                let id = try resolveReceipt(db, idOrPrefix)
+                guard let r = try Receipt.fetchOne(db, key: id) else { throw VaultError(.notFound, "no receipt \(idOrPrefix)") }
+                try requireWritable(db, r.zone)
+                return id
+            }
+            return try locked(.shared) {
+                let prepared = try inputs.map { try prepare($0) }
+                defer { for p in prepared { if let s = p.staged { blobs.discard(s) } } }
+                let installed = try installStaged(prepared)
+                let now = nowMillis()
+                return try catalog.write { db in
+                    guard var receipt = try Receipt.fetchOne(db, key: id) else {
+                        throw VaultError(.notFound, "receipt \(id) was deleted meanwhile")
+                    }
+                    var position = (try Int.fetchOne(db, sql: "SELECT max(position) FROM attachments WHERE receiptID = ?",
+                                                     arguments: [id]) ?? -1) + 1
+                    for (input, blob) in zip(inputs, prepared) {
+                        _ = try recordBlob(db, blob, installed: installed[blob.id], at: now)
+                        let attachment = Attachment(receiptID: id, sha256: blob.id.hex, filename: input.name,
+                                                    mediaType: blob.mediaType, position: position)
+                        if try !attachment.exists(db) {
+                            try attachment.insert(db)
+                            position += 1
+                        }
+                    }
+                    receipt.modifiedAt = now
+                    try receipt.update(db)
+                    try recordChange(db, id, zone: receipt.zone, .upsert)
+                    return try views(db, [receipt])[0]
+                }
+            }
+        }
+    }
+
+    /// The catalog's record of a blob, by its full 64-hex address.
+    public func blobRecord(_ hex: String) throws -> BlobRecord {
+        guard let id = BlobID(hex: hex) else {
+            throw VaultError.bad("invalid blob address '\(hex)': expected 64 hexadecimal characters")
+        }
+        guard let record = try wrapped({ try catalog.read { try BlobRecord.fetchOne($0, key: id.hex) } }) else {
+            throw VaultError(.notFound, "no blob \(id.hex) in this vault")
+        }
+        return record
+    }
+
+    /// Streams a blob's original bytes to `sink`, verifying them against the address. Throws a
+    /// `BlobError` (missing, corrupt) naming the blob when they do not verify.
+    @discardableResult
+    public func readBlob(_ record: BlobRecord, into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> Int64 {
+        guard let id = BlobID(hex: record.sha256) else { throw VaultError(.io, "the catalog holds an invalid address \(record.sha256)") }
+        if let inline = record.inline {
+            let actual = SHA256Hasher.hash(inline)
+            guard actual == id else { throw BlobError.corrupt(id, detail: "its inline bytes hash to \(actual)") }
+            try inline.withUnsafeBytes { try sink($0) }
+            return Int64(inline.count)
+        }
+        return try blobs.read(id, encoding: BlobEncoding(rawValue: record.encoding) ?? .identity, into: sink)
+    }
+
+    /// Copies a blob's original bytes to a new file, verified (see `BlobStore.copy`).
+    public func copyBlob(_ record: BlobRecord, to destination: String) throws {
+        guard let id = BlobID(hex: record.sha256) else { throw VaultError(.io, "the catalog holds an invalid address \(record.sha256)") }
+        if record.inline != nil {
+            let out = try FileDescriptor.open(destination, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+            defer { out.close() }
+            do {
+                try readBlob(record) { try out.write($0) }
+            } catch {
+                try? FileSystem.remove(destination)
+                throw error
+            }
+            return
+        }
+        try blobs.copy(id, encoding: BlobEncoding(rawValue: record.encoding) ?? .identity, to: destination)
+    }
+
+    public func stats() throws -> VaultStats {
+        try wrapped {
+            try catalog.read { db in
+                let row = try Row.fetchOne(db, sql: """
+                    SELECT (SELECT count(*) FROM receipts),
+                           (SELECT count(*) FROM attachments),
+                           count(*),
+                           coalesce(sum(inline IS NULL), 0),
+                           coalesce(sum(inline IS NOT NULL), 0),
+                           coalesce(sum(size), 0),
+                           coalesce(sum(storedSize), 0)
+                    FROM blobs
+                    """)
+                guard let row else { throw VaultError(.io, "the catalog returned no statistics") }
+                return VaultStats(receipts: row[0], attachments: row[1], blobs: row[2], externalBlobs: row[3],
+                                  inlineBlobs: row[4], logicalBytes: row[5], storedBytes: row[6])
+            }
+        }
+    }
+}

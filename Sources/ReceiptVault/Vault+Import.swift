@@ -1,0 +1,249 @@
+import BlobStore
+import Foundation
+import GRDB
+import ReceiptCatalog
+
+public struct ImportedFile: Codable, Sendable, Equatable {
+    public var id: String
+    public var path: String
+    public var sha256: String
+    public var size: Int64
+    /// The blob was already in the vault: no new bytes were stored.
+    public var deduplicated: Bool
+    /// The same file (name and content) was already a receipt of this zone: nothing was added.
+    public var existing: Bool
+}
+
+public struct FailedFile: Codable, Sendable, Equatable {
+    public var path: String
+    public var error: String
+}
+
+public struct ImportReport: Codable, Sendable, Equatable {
+    public var imported: [ImportedFile] = []
+    public var failed: [FailedFile] = []
+}
+
+/// Counters for a progress display.
+public struct ImportProgress: Sendable {
+    public var filesDone: Int
+    public var filesTotal: Int
+    public var bytesDone: Int64
+    public var bytesTotal: Int64
+}
+
+/// A regular file found for import.
+struct InputFile {
+    let path: String
+    let status: FileStatus
+    var name: String { path.split(separator: "/").last.map(String.init) ?? path }
+}
+
+/// A file's content made ready to reference: either small bytes for the catalog, or a staged blob.
+struct PreparedBlob {
+    let id: BlobID
+    let size: Int64
+    let mediaType: String
+    let inline: [UInt8]?
+    let staged: StagedBlob?
+    /// Known from the stat cache: the catalog already holds this blob.
+    let cached: Bool
+}
+
+extension Vault {
+    static let batchFiles = 64
+    static let batchBytes: Int64 = 256 << 20
+
+    /// Imports each file as one receipt; folders are walked (symbolic links, FIFOs, sockets and devices
+    /// inside them are skipped and reported). Paths named explicitly must exist and be readable
+    /// regular files or folders, else nothing is imported. A file whose name and content are already
+    /// a receipt of the zone is reported as `existing` and not added again.
+    public func importFiles(_ paths: [String], zone: String = Zone.personal, metadata: ReceiptMetadata = ReceiptMetadata(),
+                            progress: ((ImportProgress) -> Void)? = nil) throws -> ImportReport {
+        let metadata = try metadata.validated()
+        try wrapped { try catalog.read { db in try requireWritable(db, zone) } }
+        var report = ImportReport()
+        let inputs = try collectInputs(paths, skipped: &report.failed)
+        var tally = ImportProgress(filesDone: 0, filesTotal: inputs.count, bytesDone: 0,
+                                   bytesTotal: inputs.reduce(0) { $0 + $1.status.size })
+        try wrapped {
+            try locked(.shared) {
+                var start = inputs.startIndex
+                while start < inputs.endIndex {
+                    var end = start
+                    var bytes: Int64 = 0
+                    while end < inputs.endIndex && end - start < Self.batchFiles && bytes < Self.batchBytes {
+                        bytes += inputs[end].status.size
+                        end += 1
+                    }
+                    try importBatch(inputs[start..<end], zone: zone, metadata: metadata, report: &report)
+                    tally.filesDone = end
+                    tally.bytesDone += bytes
+                    progress?(tally)
+                    start = end
+                }
+            }
+        }
+        return report
+    }
+
+    private func importBatch(_ batch: ArraySlice<InputFile>, zone: String, metadata: ReceiptMetadata,
+                             report: inout ImportReport) throws {
+        var prepared: [(InputFile, PreparedBlob)] = []
+        defer { for (_, p) in prepared { if let s = p.staged { blobs.discard(s) } } }
+        for input in batch {
+            do {
+                prepared.append((input, try prepare(input)))
+            } catch let error as IOError {
+                report.failed.append(FailedFile(path: input.path, error: error.description))
+            }
+        }
+        let installed = try installStaged(prepared.map(\.1))
+        let now = nowMillis()
+        let results: [ImportedFile] = try catalog.write { db in
+            var out: [ImportedFile] = []
+            for (input, blob) in prepared {
+                let known = try recordBlob(db, blob, installed: installed[blob.id], at: now)
+                if let existing = try String.fetchOne(db, sql: """
+                    SELECT r.id FROM receipts r JOIN attachments a ON a.receiptID = r.id
+                    WHERE r.zone = ? AND a.sha256 = ? AND a.filename = ? LIMIT 1
+                    """, arguments: [zone, blob.id.hex, input.name]) {
+                    out.append(ImportedFile(id: existing, path: input.path, sha256: blob.id.hex, size: blob.size,
+                                            deduplicated: true, existing: true))
+                    continue
+                }
+                var receipt = Receipt(id: UUID().uuidString.lowercased(), zone: zone, createdAt: now, modifiedAt: now)
+                metadata.apply(to: &receipt)
+                try receipt.insert(db)
+                try Attachment(receiptID: receipt.id, sha256: blob.id.hex, filename: input.name,
+                               mediaType: blob.mediaType, position: 0).insert(db)
+                try recordChange(db, receipt.id, zone: zone, .upsert)
+                try rememberInCache(db, input, blob.id)
+                out.append(ImportedFile(id: receipt.id, path: input.path, sha256: blob.id.hex, size: blob.size,
+                                        deduplicated: known, existing: false))
+            }
+            return out
+        }
+        report.imported += results
+    }
+
+    /// Reads one file: from the stat cache when unchanged, else hashed (small ones kept in memory for
+    /// the catalog, larger ones staged under interim/).
+    func prepare(_ input: InputFile) throws -> PreparedBlob {
+        try FileDescriptor.with(input.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) { fd in
+            let st = try fd.stat()
+            guard st.isRegular else { throw IOError("reading", path: input.path, errno: EINVAL) }
+            var head = [UInt8](repeating: 0, count: 4096)
+            let headCount = try head.withUnsafeMutableBytes { try fd.readFully(into: $0) }
+            let mediaType = head.withUnsafeBytes {
+                MediaType.of(head: UnsafeRawBufferPointer(rebasing: $0[..<headCount]), filename: input.name)
+            }
+            if let cached = try cachedBlob(input, st) {
+                return PreparedBlob(id: cached, size: st.size, mediaType: mediaType, inline: nil, staged: nil, cached: true)
+            }
+            try fd.seek(to: 0)
+            if st.size < settings.inlineThreshold {
+                var bytes = [UInt8](repeating: 0, count: Int(st.size) + 1)
+                let n = try bytes.withUnsafeMutableBytes { try fd.readFully(into: $0) }
+                if n <= st.size {
+                    bytes.removeLast(bytes.count - n)
+                    return PreparedBlob(id: SHA256Hasher.hash(bytes), size: Int64(n), mediaType: mediaType,
+                                        inline: bytes, staged: nil, cached: false)
+                }
+                try fd.seek(to: 0)  // the file grew while we read it: stage it as a large one
+            }
+            let staged = try blobs.stage(from: fd, compression: settings.compression)
+            return PreparedBlob(id: staged.id, size: staged.size, mediaType: mediaType, inline: nil, staged: staged, cached: false)
+        }
+    }
+
+    /// Installs the staged blobs of a batch (renames, one fsync per folder); nothing is referenced yet.
+    func installStaged(_ blobsToInstall: [PreparedBlob]) throws -> [BlobID: StoredBlob] {
+        let staged = blobsToInstall.compactMap(\.staged)
+        guard !staged.isEmpty else { return [:] }
+        var map: [BlobID: StoredBlob] = [:]
+        for stored in try blobs.install(staged) { map[stored.id] = map[stored.id] ?? stored }
+        return map
+    }
+
+    /// Inserts the blob's row unless present; returns whether the vault already had it.
+    func recordBlob(_ db: Database, _ blob: PreparedBlob, installed: StoredBlob?, at now: Millis) throws -> Bool {
+        if try BlobRecord.exists(db, key: blob.id.hex) { return true }
+        if let inline = blob.inline {
+            try BlobRecord(sha256: blob.id.hex, size: blob.size, storedSize: blob.size, encoding: BlobEncoding.identity.rawValue,
+                           inline: inline, createdAt: now).insert(db)
+            return false
+        }
+        guard let installed else {
+            throw VaultError(.io, "blob \(blob.id) is not in the catalog nor staged; re-run the import")
+        }
+        try BlobRecord(sha256: blob.id.hex, size: installed.size, storedSize: installed.storedSize,
+                       encoding: installed.encoding.rawValue, inline: nil, createdAt: now).insert(db)
+        return installed.deduplicated
+    }
+
+    private func cachedBlob(_ input: InputFile, _ st: FileStatus) throws -> BlobID? {
+        try catalog.read { db -> BlobID? in
+            guard let entry = try ImportCacheEntry.fetchOne(db, key: input.path),
+                  entry.device == Int64(bitPattern: st.device), entry.inode == Int64(bitPattern: st.inode),
+                  entry.size == st.size, entry.mtimeNs == st.mtimeNanoseconds,
+                  let id = BlobID(hex: entry.sha256),
+                  let blob = try BlobRecord.fetchOne(db, key: entry.sha256) else { return nil }
+            if blob.isInline || blobs.contains(id) { return id }
+            return nil
+        }
+    }
+
+    private func rememberInCache(_ db: Database, _ input: InputFile, _ id: BlobID) throws {
+        try ImportCacheEntry(path: input.path, device: Int64(bitPattern: input.status.device),
+                             inode: Int64(bitPattern: input.status.inode), size: input.status.size,
+                             mtimeNs: input.status.mtimeNanoseconds, sha256: id.hex).save(db)
+    }
+
+    /// Expands the paths into regular files. Explicit paths must exist and be files or folders
+    /// (links given explicitly are followed); inside folders only regular files are taken.
+    func collectInputs(_ paths: [String], skipped: inout [FailedFile]) throws -> [InputFile] {
+        var files: [InputFile] = []
+        for given in paths {
+            let path = absolute(given)
+            guard let st = try wrapped({ try FileSystem.status(path, followLinks: true) }) else {
+                throw VaultError.bad("cannot import \(given): no such file or folder")
+            }
+            if st.isDirectory {
+                try walk(path, into: &files, skipped: &skipped)
+            } else if st.isRegular {
+                if Glibc.access(path, R_OK) != 0 { throw VaultError.bad("cannot import \(given): permission denied") }
+                files.append(InputFile(path: path, status: st))
+            } else {
+                throw VaultError.bad("cannot import \(given): not a regular file or folder")
+            }
+        }
+        return files
+    }
+
+    private func walk(_ folder: String, into files: inout [InputFile], skipped: inout [FailedFile]) throws {
+        let names: [String]
+        do { names = try FileSystem.contents(of: folder).sorted() } catch let error as IOError {
+            skipped.append(FailedFile(path: folder, error: "skipped: \(error.message)"))
+            return
+        }
+        for name in names {
+            let path = FileSystem.join(folder, name)
+            guard let st = try? FileSystem.status(path) else { continue }
+            if st.isDirectory {
+                try walk(path, into: &files, skipped: &skipped)
+            } else if st.isRegular {
+                files.append(InputFile(path: path, status: st))
+            } else {
+                let what = st.isSymlink ? "a symbolic link" : (st.mode & S_IFMT) == S_IFIFO ? "a FIFO"
+                    : (st.mode & S_IFMT) == S_IFSOCK ? "a socket" : "not a regular file"
+                skipped.append(FailedFile(path: path, error: "skipped: \(what)"))
+            }
+        }
+    }
+
+    func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        return FileSystem.join(FileManager.default.currentDirectoryPath, path)
+    }
+}

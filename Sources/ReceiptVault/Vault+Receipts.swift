@@ -1,0 +1,271 @@
+import BlobStore
+import Foundation
+import GRDB
+import ReceiptCatalog
+
+/// A receipt with its attachments, as `list` and `show` present it.
+public struct ReceiptView: Codable, Sendable, Equatable {
+    public struct File: Codable, Sendable, Equatable {
+        public var sha256: String
+        public var filename: String
+        public var size: Int64
+        public var mediaType: String
+    }
+
+    public var id: String
+    public var zone: String
+    public var merchant: String?
+    public var date: String?
+    public var total: String?
+    public var currency: String?
+    public var category: String?
+    public var note: String?
+    public var tags: [String]
+    public var attachments: [File]
+
+    enum CodingKeys: String, CodingKey {
+        case id, zone, merchant, date, total, currency, category, note, tags, attachments
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        // Absent values are `null`, not missing keys: the contract's JSON shape.
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(zone, forKey: .zone)
+        try c.encode(merchant, forKey: .merchant)
+        try c.encode(date, forKey: .date)
+        try c.encode(total, forKey: .total)
+        try c.encode(currency, forKey: .currency)
+        try c.encode(category, forKey: .category)
+        try c.encode(note, forKey: .note)
+        try c.encode(tags, forKey: .tags)
+        try c.encode(attachments, forKey: .attachments)
+    }
+}
+
+/// Metadata given by the user; nil fields are left as they are (edit) or absent (import).
+public struct ReceiptMetadata: Sendable, Equatable {
+    public var merchant: String?
+    public var date: String?
+    public var total: String?
+    public var currency: String?
+    public var category: String?
+    public var note: String?
+    public var tags: [String]?
+
+    public init(merchant: String? = nil, date: String? = nil, total: String? = nil, currency: String? = nil,
+                category: String? = nil, note: String? = nil, tags: [String]? = nil) {
+        self.merchant = merchant
+        self.date = date
+        self.total = total
+        self.currency = currency
+        self.category = category
+        self.note = note
+        self.tags = tags
+    }
+
+    /// Checks and canonicalizes every field; throws naming the first bad one.
+    public func validated() throws -> ReceiptMetadata {
+        var m = self
+        m.merchant = try merchant.map { try Validate.text($0, field: "merchant") }
+        m.date = try date.map(Validate.date)
+        m.total = try total.map(Validate.total)
+        m.currency = try currency.map(Validate.currency)
+        m.category = try category.map { try Validate.text($0, field: "category") }
+        m.note = try note.map { try Validate.text($0, field: "note") }
+        m.tags = try tags.map { try $0.map { try Validate.text($0, field: "tag") } }
+        return m
+    }
+
+    func apply(to r: inout Receipt) {
+        if let merchant { r.merchant = merchant.isEmpty ? nil : merchant }
+        if let date { r.date = date }
+        if let total { r.total = total }
+        if let currency { r.currency = currency }
+        if let category { r.category = category.isEmpty ? nil : category }
+        if let note { r.note = note.isEmpty ? nil : note }
+        if let tags { r.tags = tags }
+    }
+}
+
+public struct ListFilter: Sendable {
+    public var zone: String?
+    public var from: String?
+    public var to: String?
+    public var merchant: String?
+    public var category: String?
+
+    public init(zone: String? = nil, from: String? = nil, to: String? = nil, merchant: String? = nil, category: String? = nil) {
+        self.zone = zone
+        self.from = from
+        self.to = to
+        self.merchant = merchant
+        self.category = category
+    }
+}
+
+extension Vault {
+    /// Receipts matching `filter`, oldest date first (undated last), then by id.
+    public func list(_ filter: ListFilter = ListFilter()) throws -> [ReceiptView] {
+        let from = try filter.from.map(Validate.date)
+        let to = try filter.to.map(Validate.date)
+        return try wrapped {
+            try catalog.read { db in
+                if let zone = filter.zone { _ = try requireZone(db, zone) }
+                var clauses: [String] = []
+                var args: [any DatabaseValueConvertible] = []
+                if let zone = filter.zone { clauses.append("zone = ?"); args.append(zone) }
+                if let from { clauses.append("date >= ?"); args.append(from) }
+                if let to { clauses.append("date <= ?"); args.append(to) }
+                if let m = filter.merchant { clauses.append("merchant = ? COLLATE NOCASE"); args.append(m) }
+                if let c = filter.category { clauses.append("category = ? COLLATE NOCASE"); args.append(c) }
+                let whereSQL = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
+                let receipts = try Receipt.fetchAll(db, sql: """
+                    SELECT * FROM receipts \(whereSQL) ORDER BY date IS NULL, date, id
+                    """, arguments: StatementArguments(args))
+                return try views(db, receipts, scope: ("WHERE a.receiptID IN (SELECT id FROM receipts \(whereSQL))",
+                                                     StatementArguments(args)))
+            }
+        }
+    }
+
+    /// One receipt, by id or unique prefix of at least 8 characters.
+    public func show(_ idOrPrefix: String) throws -> ReceiptView {
+        try wrapped {
+            try catalog.read { db in
+                let id = try resolveReceipt(db, idOrPrefix)
+                guard let receipt = try Receipt.fetchOne(db, key: id) else {
+                    throw VaultError(.notFound, "no receipt \(idOrPrefix)")
+                }
+                return try views(db, [receipt])[0]
+            }
+        }
+    }
+
+    /// Changes metadata fields given in `changes`; returns the receipt as it now is.
+    @discardableResult
+    public func edit(_ idOrPrefix: String, _ changes: ReceiptMetadata) throws -> ReceiptView {
+        let changes = try changes.validated()
+        return try wrapped {
+            try catalog.write { db in
+                let id = try resolveReceipt(db, idOrPrefix)
+                guard var receipt = try Receipt.fetchOne(db, key: id) else {
+                    throw VaultError(.notFound, "no receipt \(idOrPrefix)")
+                }
+                try requireWritable(db, receipt.zone)
+                changes.apply(to: &receipt)
+                receipt.modifiedAt = nowMillis()
+                try receipt.update(db)
+                try recordChange(db, receipt.id, zone: receipt.zone, .upsert)
+                return try views(db, [receipt])[0]
+            }
+        }
+    }
+
+    /// Deletes receipts (all or nothing). Their blobs stay until gc finds them unreferenced.
+    @discardableResult
+    public func remove(_ idsOrPrefixes: [String]) throws -> [String] {
+        try wrapped {
+            try catalog.write { db in
+                let ids = try idsOrPrefixes.map { try resolveReceipt(db, $0) }
+                for id in Set(ids) {
+                    guard let receipt = try Receipt.fetchOne(db, key: id) else { continue }
+                    try requireWritable(db, receipt.zone)
+                    try receipt.delete(db)
+                    try recordChange(db, id, zone: receipt.zone, .delete)
+                }
+                return ids
+            }
+        }
+    }
+
+    /// Removes one attachment (by full hash or unique prefix) from a receipt.
+    @discardableResult
+    public func detach(_ idOrPrefix: String, blob: String) throws -> ReceiptView {
+        try wrapped {
+            try catalog.write { db in
+                let id = try resolveReceipt(db, idOrPrefix)
+                guard var receipt = try Receipt.fetchOne(db, key: id) else { throw VaultError(.notFound, "no receipt \(idOrPrefix)") }
+                try requireWritable(db, receipt.zone)
+                let matches = try Attachment.filter(Column("receiptID") == id).fetchAll(db)
+                    .filter { $0.sha256.hasPrefix(blob.lowercased()) }
+                guard blob.count >= 8, matches.count == 1 else {
+                    throw VaultError(.notFound, matches.count > 1
+                        ? "attachment \(blob) of receipt \(id) is ambiguous: give more of its hash"
+                        : "receipt \(id) has no attachment \(blob)")
+                }
+                try matches[0].delete(db)
+                receipt.modifiedAt = nowMillis()
+                try receipt.update(db)
+                try recordChange(db, id, zone: receipt.zone, .upsert)
+                return try views(db, [receipt])[0]
+            }
+        }
+    }
+
+    // MARK: - Shared helpers
+
+    /// Receipts with their attachments; `scope` selects the attachments to load (default: those of
+    /// the receipts given, which suits a handful).
+    func views(_ db: Database, _ receipts: [Receipt],
+               scope: (String, StatementArguments)? = nil) throws -> [ReceiptView] {
+        var files: [String: [ReceiptView.File]] = [:]
+        if !receipts.isEmpty {
+            let (scopeSQL, scopeArgs) = scope ?? (
+                "WHERE a.receiptID IN (\(databaseQuestionMarks(count: receipts.count)))",
+                StatementArguments(receipts.map(\.id)))
+            let sql = """
+                SELECT a.receiptID, a.sha256, a.filename, a.mediaType, b.size
+                FROM attachments a JOIN blobs b ON b.sha256 = a.sha256
+                \(scopeSQL)
+                ORDER BY a.receiptID, a.position
+                """
+            let rows = try Row.fetchCursor(db, sql: sql, arguments: scopeArgs)
+            while let row = try rows.next() {
+                files[row[0], default: []].append(ReceiptView.File(sha256: row[1], filename: row[2], size: row[4], mediaType: row[3]))
+            }
+        }
+        return receipts.map { r in
+            ReceiptView(id: r.id, zone: r.zone, merchant: r.merchant, date: r.date, total: r.total, currency: r.currency,
+                        category: r.category, note: r.note, tags: r.tags, attachments: files[r.id] ?? [])
+        }
+    }
+
+    /// A full id, or a unique prefix of at least 8 characters.
+    func resolveReceipt(_ db: Database, _ text: String) throws -> String {
+        let key = text.lowercased()
+        guard key.count >= 8, key.allSatisfy({ $0.isHexDigit || $0 == "-" }) else {
+            throw VaultError.bad("invalid receipt id '\(text)': give the id or at least its first 8 characters")
+        }
+        let ids = try String.fetchAll(db, sql: "SELECT id FROM receipts WHERE id >= ? AND id < ? LIMIT 2",
+                                      arguments: [key, key + "\u{FFFF}"])
+        switch ids.count {
+        case 0: throw VaultError(.notFound, "no receipt \(text)")
+        case 1: return ids[0]
+        default: throw VaultError.bad("receipt id prefix '\(text)' is ambiguous: give more characters")
+        }
+    }
+
+    func requireZone(_ db: Database, _ name: String) throws -> Zone {
+        guard let zone = try Zone.fetchOne(db, key: name) else {
+            throw VaultError(.notFound, "no zone '\(name)' in this vault (see `receipt zone list`)")
+        }
+        return zone
+    }
+
+    func requireWritable(_ db: Database, _ name: String) throws {
+        let zone = try requireZone(db, name)
+        if zone.role == "read" {
+            throw VaultError.bad("zone '\(name)' is shared with this account read-only: its receipts cannot be changed")
+        }
+    }
+
+    func recordChange(_ db: Database, _ id: String, zone: String, _ kind: Change.Kind) throws {
+        var change = Change(receiptID: id, zone: zone, kind: kind, at: nowMillis())
+        try change.insert(db)
+    }
+
+    func wrapped<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch { throw VaultError.wrap(error) }
+    }
+}

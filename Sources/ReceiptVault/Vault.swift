@@ -1,0 +1,76 @@
+import BlobStore
+import Foundation
+import GRDB
+import ReceiptCatalog
+
+/// One local store: the catalog (SQLite) and the blob tree, in one folder. The vault owns the
+/// invariants that tie them (docs/DESIGN.md):
+/// - a blob is durable under its address before any row refers to it;
+/// - removing a receipt never deletes bytes (only gc does, later);
+/// - every mutation is one catalog transaction, and writes its outbox entry in it.
+public final class Vault: Sendable {
+    public let path: String
+    public let catalog: Catalog
+    public let blobs: BlobStore
+    public let settings: VaultSettings
+
+    public var catalogPath: String { FileSystem.join(path, Catalog.fileName) }
+
+    private init(path: String, catalog: Catalog, settings: VaultSettings) {
+        self.path = path
+        self.catalog = catalog
+        self.blobs = BlobStore(root: path)
+        self.settings = settings
+    }
+
+    /// Opens an existing vault. An absent, unreadable or newer catalog is refused with an error
+    /// naming `receipt fsck --repair` (or upgrading) and no file is changed.
+    public static func open(at path: String) throws -> Vault {
+        do {
+            let catalog = try Catalog.open(at: FileSystem.join(path, Catalog.fileName))
+            let settings = try catalog.read { try VaultSettings.load($0) }
+            return Vault(path: path, catalog: catalog, settings: settings)
+        } catch {
+            throw VaultError.wrap(error)
+        }
+    }
+
+    /// Creates a vault at `path`. On an existing vault changes nothing and returns `created == false`.
+    public static func create(at path: String, inlineThreshold: Int64 = VaultSettings.defaultInlineThreshold,
+                              compression: CompressionMode = .auto) throws -> (vault: Vault, created: Bool) {
+        let catalogPath = FileSystem.join(path, Catalog.fileName)
+        if FileSystem.exists(catalogPath) { return (try open(at: path), false) }
+        guard inlineThreshold >= 0 else { throw VaultError.bad("invalid inline threshold \(inlineThreshold): must be 0 or more bytes") }
+        do {
+            if let st = try FileSystem.status(path, followLinks: true), !st.isDirectory {
+                throw VaultError.bad("cannot create a vault at \(path): it is a file, not a folder")
+            }
+            try FileSystem.makeDirectories(path)
+            let store = BlobStore(root: path)
+            try store.prepare()
+            let settings = VaultSettings(vaultID: UUID().uuidString.lowercased(),
+                                         inlineThreshold: inlineThreshold, compression: compression)
+            // Build the catalog under a staging name and rename it in, so a crash mid-init leaves
+            // either no vault or a complete one.
+            let staging = FileSystem.join(store.interimPath, "catalog-" + SecureRandom.hex(8) + ".interim")
+            let catalog = try Catalog.create(at: staging, settings: settings)
+            try catalog.close()
+            for suffix in ["-wal", "-shm"] { try FileSystem.remove(staging + suffix) }
+            try FileDescriptor.with(staging, O_RDONLY) { try $0.sync() }
+            try FileSystem.rename(staging, catalogPath)
+            try FileSystem.syncDirectory(path)
+            return (try open(at: path), true)
+        } catch {
+            throw VaultError.wrap(error)
+        }
+    }
+
+    /// Runs `body` holding the vault lock (see `VaultLock`).
+    public func locked<T>(_ mode: VaultLock.Mode, _ body: () throws -> T) throws -> T {
+        let lock = try VaultLock(vaultPath: path, mode: mode)
+        defer { withExtendedLifetime(lock) {} }
+        return try body()
+    }
+
+    public func close() throws { try catalog.close() }
+}

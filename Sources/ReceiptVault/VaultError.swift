@@ -1,0 +1,44 @@
+import BlobStore
+import ReceiptCatalog
+
+/// An error a user can act on: one sentence naming the file, line, receipt or blob concerned.
+/// Every `VaultError` is raised before anything was changed, unless `kind` is `.partial`.
+public struct VaultError: Error, CustomStringConvertible, Sendable {
+    public enum Kind: Sendable {
+        /// Bad arguments or input: nothing was changed.
+        case badInput
+        /// Something named does not exist: nothing was changed.
+        case notFound
+        /// The vault cannot be used as it is (absent, unreadable, newer): nothing was changed.
+        case unusableVault
+        /// An operating-system or storage failure.
+        case io
+    }
+
+    public let kind: Kind
+    public let message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    static func bad(_ message: String) -> VaultError { VaultError(.badInput, message) }
+}
+
+extension VaultError {
+    /// Turns the errors of the layers below into one-sentence vault errors.
+    public static func wrap(_ error: Error) -> Error {
+        switch error {
+        case let e as VaultError: return e
+        case let e as CatalogError: return VaultError(.unusableVault, e.description)
+        case let e as BlobError:
+            if case .io(let io) = e { return VaultError(.io, io.description) }
+            return VaultError(.io, e.description)
+        case let e as IOError: return VaultError(.io, e.description)
+        default: return error
+        }
+    }
+}

@@ -1,2 +1,0 @@
-import XCTest
-final class PlaceholderBlobStoreTests: XCTestCase { func testBuilds() {} }

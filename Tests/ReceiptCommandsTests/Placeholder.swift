@@ -1,2 +1,0 @@
-import XCTest
-final class PlaceholderReceiptCommandsTests: XCTestCase { func testBuilds() {} }

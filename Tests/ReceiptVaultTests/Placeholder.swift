@@ -1,2 +1,0 @@
-import XCTest
-final class PlaceholderReceiptVaultTests: XCTestCase { func testBuilds() {} }
