@@ -71,6 +71,20 @@ enum Schema {
                 );
                 """)
         }
+        m.registerMigration("v2-sync") { db in
+            // The sync engine's memory of each receipt's last synced version: the server's change tag
+            // (a push names it, so a stale push is a conflict) and the content it had (`base`, JSON),
+            // the common ancestor of the 3-way merge. NULL base: the last synced version was a deletion.
+            try db.execute(sql: """
+                CREATE TABLE syncState (
+                    receiptID TEXT PRIMARY KEY NOT NULL,
+                    zone TEXT NOT NULL,
+                    changeTag TEXT NOT NULL,
+                    base TEXT
+                );
+                CREATE INDEX syncState_by_zone ON syncState(zone);
+                """)
+        }
         return m
     }
 

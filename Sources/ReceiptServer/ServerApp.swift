@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import ReceiptWire
 import ServiceLifecycle
+import UnixSignals
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -98,7 +99,8 @@ public enum SyncServer {
     /// then stops accepting, lets requests in flight finish, and closes the catalog.
     /// `onRunning` receives the bound port (useful with port 0).
     public static func run(dataPath: String, host: String, port: Int, limits: ServerLimits = ServerLimits(),
-                           logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+                           shutdownSignals: [UnixSignal] = [.sigterm, .sigint], logger: Logger,
+                           onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         let catalog = try ServerCatalog(dataPath: dataPath)
         do {
             let app = Application(
@@ -106,7 +108,7 @@ public enum SyncServer {
                 configuration: .init(address: .hostname(host, port: port), serverName: "receipt"),
                 onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
                 logger: logger)
-            let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint],
+            let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: shutdownSignals,
                                                           logger: logger))
             try await group.run()
         } catch {

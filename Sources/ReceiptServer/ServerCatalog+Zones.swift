@@ -47,11 +47,11 @@ extension ServerCatalog {
     func zones(for caller: Account) async throws -> [WireZone] {
         try await pool.read { db in
             let rows = try Row.fetchAll(db, sql: """
-                SELECT a.name AS owner, z.name, 'owner' AS role,
+                SELECT a.name AS owner, z.name AS name, 'owner' AS role,
                        EXISTS (SELECT 1 FROM shares s WHERE s.zoneID = z.id) AS shared
                 FROM zones z JOIN accounts a ON a.id = z.ownerID WHERE z.ownerID = ?
                 UNION ALL
-                SELECT a.name AS owner, z.name, s.role, 1 AS shared
+                SELECT a.name AS owner, z.name AS name, s.role AS role, 1 AS shared
                 FROM shares s JOIN zones z ON z.id = s.zoneID JOIN accounts a ON a.id = z.ownerID
                 WHERE s.accountID = ?
                 ORDER BY owner, name

@@ -1,0 +1,101 @@
+import BlobStore
+import Foundation
+import GRDB
+import ReceiptCatalog
+import ReceiptWire
+
+/// The sync engine's reads and writes of the vault catalog. Rows applied from the server are
+/// written here directly, never through the vault's mutation API, so they add nothing to the outbox.
+enum LocalStore {
+    static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        return e
+    }()
+
+    static func encode(_ receipt: WireReceipt?) throws -> String? {
+        try receipt.map { String(decoding: try encoder.encode($0), as: UTF8.self) }
+    }
+
+    static func decode(_ text: String?) -> WireReceipt? {
+        text.flatMap { try? JSONDecoder().decode(WireReceipt.self, from: Data($0.utf8)) }
+    }
+
+    /// A receipt's current content with its zone, or nil when it does not exist locally.
+    static func content(_ db: Database, _ id: String) throws -> (zone: String, receipt: WireReceipt)? {
+        guard let r = try Receipt.fetchOne(db, key: id) else { return nil }
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT a.sha256, a.filename, a.mediaType, b.size FROM attachments a JOIN blobs b ON b.sha256 = a.sha256
+            WHERE a.receiptID = ? ORDER BY a.position
+            """, arguments: [id])
+        let attachments = rows.map { WireAttachment(sha256: $0["sha256"], size: $0["size"], filename: $0["filename"],
+                                                    mediaType: $0["mediaType"]) }
+        return (r.zone, WireReceipt(merchant: r.merchant, date: r.date, total: r.total, currency: r.currency,
+                                    category: r.category, note: r.note, tags: r.tags, attachments: attachments,
+                                    createdAt: r.createdAt, modifiedAt: r.modifiedAt))
+    }
+
+    /// Makes the local receipt `id` in `zone` hold `content` (nil: deletes it). Every blob it
+    /// references must already be in the catalog.
+    static func apply(_ db: Database, id: String, zone: String, content: WireReceipt?) throws {
+        guard let content else {
+            try db.execute(sql: "DELETE FROM receipts WHERE id = ?", arguments: [id])
+            return
+        }
+        let receipt = Receipt(id: id, zone: zone, merchant: content.merchant, date: content.date, total: content.total,
+                              currency: content.currency, category: content.category, note: content.note,
+                              tags: content.tags, createdAt: content.createdAt, modifiedAt: content.modifiedAt)
+        try receipt.save(db)
+        try db.execute(sql: "DELETE FROM attachments WHERE receiptID = ?", arguments: [id])
+        for (position, a) in content.attachments.enumerated() {
+            try Attachment(receiptID: id, sha256: a.sha256, filename: a.filename, mediaType: a.mediaType,
+                           position: position).insert(db)
+        }
+    }
+
+    struct SyncState {
+        var zone: String
+        var changeTag: String
+        var base: WireReceipt?
+    }
+
+    static func state(_ db: Database, _ id: String) throws -> SyncState? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT zone, changeTag, base FROM syncState WHERE receiptID = ?",
+                                         arguments: [id]) else { return nil }
+        return SyncState(zone: row["zone"], changeTag: row["changeTag"], base: decode(row["base"]))
+    }
+
+    static func setState(_ db: Database, _ id: String, zone: String, tag: String, base: WireReceipt?) throws {
+        try db.execute(sql: "INSERT OR REPLACE INTO syncState(receiptID, zone, changeTag, base) VALUES (?, ?, ?, ?)",
+                       arguments: [id, zone, tag, try encode(base)])
+    }
+
+    static func hasPending(_ db: Database, _ id: String) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM changes WHERE receiptID = ?)", arguments: [id]) ?? false
+    }
+
+    /// Ensures the outbox holds an entry for `id` (a merged version the server has not seen yet).
+    static func ensurePending(_ db: Database, _ id: String, zone: String, deleted: Bool) throws {
+        if try hasPending(db, id) { return }
+        var change = Change(receiptID: id, zone: zone, kind: deleted ? .delete : .upsert, at: nowMillis())
+        try change.insert(db)
+    }
+
+    /// Addresses among `hexes` the catalog does not hold.
+    static func missingBlobs(_ db: Database, _ hexes: Set<String>) throws -> [String] {
+        var missing: [String] = []
+        for hex in hexes.sorted() where try !(Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM blobs WHERE sha256 = ?)",
+                                                            arguments: [hex]) ?? false) {
+            missing.append(hex)
+        }
+        return missing
+    }
+
+    static func same(_ a: WireReceipt?, _ b: WireReceipt?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): return true
+        case (let x?, let y?): return ReceiptMerge.sameContent(x, y)
+        default: return false
+        }
+    }
+}

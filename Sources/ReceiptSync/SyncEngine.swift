@@ -1,0 +1,365 @@
+import BlobStore
+import GRDB
+import ReceiptCatalog
+import ReceiptVault
+import ReceiptWire
+
+/// What one sync did (the `receipt sync --json` document).
+public struct SyncReport: Codable, Sendable, Equatable {
+    /// Records the server accepted from this vault.
+    public var pushed = 0
+    /// Records from the server applied to this vault.
+    public var pulled = 0
+    public var blobsUploaded = 0
+    public var blobsDownloaded = 0
+    /// Records changed on both sides, merged (docs/PROTOCOL.md).
+    public var conflicts = 0
+    /// One sentence per record or zone that could not be synced (the rest was).
+    public var errors: [String] = []
+
+    public init() {}
+}
+
+/// A zone as the sync engine addresses it: its local name and its place on the server.
+struct ZoneRef: Sendable, Equatable {
+    var local: String
+    var owner: String
+    var remote: String
+    var role: String
+}
+
+/// The client sync engine: push the outbox, then pull every visible zone (docs/PROTOCOL.md).
+///
+/// Crash safety, step by step: an outbox entry is removed only in the transaction that records the
+/// server's acceptance (its new change tag); a zone's change token advances only in the transaction
+/// that applies the page it ends, after the page's blobs are durable in the vault. A sync killed at
+/// any instant therefore resumes by pushing again (a record the server already took comes back as
+/// a conflict whose merge is a no-op) and by pulling again from the last committed token.
+public final class SyncEngine {
+    public typealias Progress = @Sendable (String) -> Void
+
+    let vault: Vault
+    let remote: RemoteConfig
+    let client: SyncClient
+    let transfer: BlobTransfer
+    let progress: Progress
+    var report = SyncReport()
+    public var pageSize = WireProtocol.defaultPageSize
+    public var pushBatch = 200
+
+    public init(vault: Vault, remote: RemoteConfig, progress: @escaping Progress = { _ in }) {
+        self.vault = vault
+        self.remote = remote
+        self.client = remote.client()
+        self.transfer = BlobTransfer(vault: vault, client: client)
+        self.progress = progress
+    }
+
+    /// Syncs every zone the account can see (or only `zone`, by its local name). Holds the vault's
+    /// sync lock throughout; stops early, with an error, when a wipe asks it to.
+    public func run(zone filter: String? = nil) async throws -> SyncReport {
+        let lock = try await SyncLock.acquire(vaultPath: vault.path)
+        defer { withExtendedLifetime(lock) {} }
+        report = SyncReport()
+        try checkNotWiping()
+        let account = try await client.account()
+        guard account == remote.account else {
+            throw SyncError("the token set for this vault belongs to the account \(account), not to \(remote.account): run `receipt remote set` again")
+        }
+        var zones = try await reconcileZones()
+        if let filter {
+            zones = zones.filter { $0.local == filter }
+            if zones.isEmpty { throw SyncError("no zone '\(filter)' to sync (see `receipt zone list`)") }
+        }
+        try await push(zones)
+        for zone in zones { try await pull(zone) }
+        return report
+    }
+
+    func checkNotWiping() throws {
+        if SyncLock.wipeRequested(vaultPath: vault.path) || !FileSystem.exists(vault.catalogPath) {
+            throw SyncError("sync stopped: the vault \(vault.path) is being wiped")
+        }
+    }
+
+    // MARK: Zones
+
+    /// Creates this account's local zones on the server, learns zones created elsewhere or shared
+    /// with the account (`OWNER/NAME`, with their role), and drops local copies of zones the
+    /// account can no longer see (unshared or deleted by their owner).
+    func reconcileZones() async throws -> [ZoneRef] {
+        let me = remote.account
+        var serverZones = try await client.zones()
+        let local = try vault.catalog.read { try Zone.fetchAll($0) }
+        let mine = Set(serverZones.filter { $0.owner == me }.map(\.name))
+        var created = false
+        for zone in local where zone.owner == nil && !mine.contains(zone.name) {
+            guard WireName.isValid(zone.name) else {
+                report.errors.append("zone '\(zone.name)' cannot be synced: its name is not a valid zone name")
+                continue
+            }
+            try await client.createZone(owner: me, name: zone.name)
+            created = true
+        }
+        if created { serverZones = try await client.zones() }
+        let others = Set(serverZones.filter { $0.owner != me }.map { "\($0.owner)/\($0.name)" })
+        try vault.catalog.write { db in
+            for s in serverZones {
+                if s.owner == me {
+                    if var z = try Zone.fetchOne(db, key: s.name) {
+                        if z.shared != s.shared {
+                            z.shared = s.shared
+                            try z.update(db)
+                        }
+                    } else {
+                        try Zone(name: s.name, createdAt: nowMillis()).insert(db)
+                    }
+                } else {
+                    let name = "\(s.owner)/\(s.name)"
+                    if var z = try Zone.fetchOne(db, key: name) {
+                        z.owner = s.owner
+                        z.role = s.role.rawValue
+                        z.shared = true
+                        try z.update(db)
+                    } else {
+                        try Zone(name: name, owner: s.owner, role: s.role.rawValue, shared: true, createdAt: nowMillis()).insert(db)
+                    }
+                }
+            }
+            for z in local where z.owner != nil && !others.contains(z.name) {
+                try db.execute(sql: "DELETE FROM receipts WHERE zone = ?", arguments: [z.name])
+                try db.execute(sql: "DELETE FROM syncState WHERE zone = ?", arguments: [z.name])
+                try db.execute(sql: "DELETE FROM changes WHERE zone = ?", arguments: [z.name])
+                try db.execute(sql: "DELETE FROM zones WHERE name = ?", arguments: [z.name])
+            }
+        }
+        return serverZones.map { s in
+            ZoneRef(local: s.owner == me ? s.name : "\(s.owner)/\(s.name)", owner: s.owner, remote: s.name, role: s.role.rawValue)
+        }.sorted { $0.local < $1.local }
+    }
+
+    // MARK: Push
+
+    struct Outgoing {
+        var zone: ZoneRef
+        var seq: Int64
+        var record: WirePushRecord
+    }
+
+    /// Pushes the outbox: blobs the server wants first, then the records, zone by zone. Conflicts
+    /// are merged and the merged versions pushed again (up to three rounds).
+    func push(_ zones: [ZoneRef]) async throws {
+        let byName = Dictionary(zones.map { ($0.local, $0) }, uniquingKeysWith: { a, _ in a })
+        var only: Set<String>?
+        var refused = Set<String>()
+        for _ in 0..<3 {
+            try checkNotWiping()
+            let outgoing = try collectOutgoing(byName, only: only, skip: refused)
+            if outgoing.isEmpty { return }
+            progress("pushing \(outgoing.count) change(s)")
+            try await uploadBlobs(for: outgoing)
+            var conflicts: [(ZoneRef, WireRecord)] = []
+            let grouped = Dictionary(grouping: outgoing, by: { $0.zone.local })
+            for name in grouped.keys.sorted() {
+                guard let items = grouped[name], let zone = items.first?.zone else { continue }
+                var rest = items[...]
+                while !rest.isEmpty {
+                    try checkNotWiping()
+                    let batch = Array(rest.prefix(pushBatch))
+                    rest = rest.dropFirst(batch.count)
+                    let results: [WirePushResult]
+                    do {
+                        results = try await client.push(owner: zone.owner, name: zone.remote, records: batch.map(\.record))
+                    } catch let error as SyncError where error.status == 403 || error.status == 404 {
+                        report.errors.append(error.message)
+                        refused.formUnion(items.map(\.record.id))
+                        break
+                    }
+                    conflicts += try recordResults(results, batch, refused: &refused)
+                }
+            }
+            if conflicts.isEmpty { return }
+            try await resolve(conflicts)
+            only = Set(conflicts.map(\.1.id))
+        }
+    }
+
+    func collectOutgoing(_ zones: [String: ZoneRef], only: Set<String>?, skip: Set<String>) throws -> [Outgoing] {
+        try vault.catalog.write { db in
+            var latest: [String: (zone: String, seq: Int64)] = [:]
+            let rows = try Row.fetchAll(db, sql: "SELECT receiptID, zone, seq FROM changes ORDER BY seq")
+            for row in rows { latest[row["receiptID"]] = (row["zone"], row["seq"]) }
+            var out: [Outgoing] = []
+            for (id, change) in latest.sorted(by: { $0.value.seq < $1.value.seq }) {
+                if let only, !only.contains(id) { continue }
+                if skip.contains(id) { continue }
+                let current = try LocalStore.content(db, id)
+                let state = try LocalStore.state(db, id)
+                let zoneName = current?.zone ?? change.zone
+                guard let zone = zones[zoneName] else { continue }
+                if current == nil && (state == nil || state?.base == nil) {
+                    // Created and deleted before the server saw it, or already deleted there.
+                    try db.execute(sql: "DELETE FROM changes WHERE receiptID = ? AND seq <= ?", arguments: [id, change.seq])
+                    continue
+                }
+                let baseTag = state?.zone == zoneName ? state?.changeTag : nil
+                out.append(Outgoing(zone: zone, seq: change.seq,
+                                    record: WirePushRecord(id: id, baseTag: baseTag, receipt: current?.receipt)))
+            }
+            return out
+        }
+    }
+
+    /// Asks the server which of the referenced blobs it wants, and uploads those.
+    func uploadBlobs(for outgoing: [Outgoing]) async throws {
+        var hexes = Set<String>()
+        for item in outgoing { for a in item.record.receipt?.attachments ?? [] { hexes.insert(a.sha256) } }
+        if hexes.isEmpty { return }
+        let want = try await client.want(hexes.sorted())
+        for (i, hex) in want.enumerated() {
+            try checkNotWiping()
+            progress("uploading blob \(i + 1) of \(want.count)")
+            do {
+                try await transfer.upload(hex)
+                report.blobsUploaded += 1
+            } catch let error as SyncError where error.status == nil || error.status == 422 || error.status == 413 {
+                report.errors.append("blob \(hex) was not uploaded: \(error.message)")
+            }
+        }
+    }
+
+    /// Records the server's answers: saved records leave the outbox (up to the change pushed);
+    /// conflicts are returned for merging; rejections are reported.
+    func recordResults(_ results: [WirePushResult], _ batch: [Outgoing], refused: inout Set<String>) throws -> [(ZoneRef, WireRecord)] {
+        let byID = Dictionary(batch.map { ($0.record.id, $0) }, uniquingKeysWith: { a, _ in a })
+        var conflicts: [(ZoneRef, WireRecord)] = []
+        var rejected: [String] = []
+        try vault.catalog.write { db in
+            for result in results {
+                guard let item = byID[result.id] else { continue }
+                switch result.status {
+                case .saved:
+                    guard let tag = result.changeTag else { continue }
+                    try LocalStore.setState(db, result.id, zone: item.zone.local, tag: tag, base: item.record.receipt)
+                    try db.execute(sql: "DELETE FROM changes WHERE receiptID = ? AND seq <= ?", arguments: [result.id, item.seq])
+                    report.pushed += 1
+                case .conflict:
+                    let server = result.server ?? WireRecord(id: result.id, changeTag: "", receipt: nil)
+                    conflicts.append((item.zone, server))
+                case .rejected:
+                    rejected.append(result.error ?? "receipt \(result.id) was refused by the server")
+                    refused.insert(result.id)
+                }
+            }
+        }
+        report.errors += rejected
+        return conflicts
+    }
+
+    /// Merges each conflicting record (base, local, server) and keeps the merge pending when it
+    /// differs from the server's version.
+    func resolve(_ conflicts: [(ZoneRef, WireRecord)]) async throws {
+        var hexes = Set<String>()
+        for (_, record) in conflicts { for a in record.receipt?.attachments ?? [] { hexes.insert(a.sha256) } }
+        try await withBlobs(hexes) { db in
+            for (zone, server) in conflicts {
+                try self.mergeIn(db, zone: zone, server: server)
+                self.report.conflicts += 1
+            }
+        }
+    }
+
+    /// Applies a server version to a record with local changes: 3-way merge, outbox kept only when
+    /// the merge differs from the server's version.
+    func mergeIn(_ db: Database, zone: ZoneRef, server: WireRecord) throws {
+        let current = try LocalStore.content(db, server.id)
+        let local = current?.zone == zone.local ? current?.receipt : nil
+        let state = try LocalStore.state(db, server.id)
+        let merged = ReceiptMerge.merge(base: state?.base, local: local, server: server.receipt)
+        if !LocalStore.same(merged, local) {
+            try LocalStore.apply(db, id: server.id, zone: zone.local, content: merged)
+        }
+        if !server.changeTag.isEmpty {
+            try LocalStore.setState(db, server.id, zone: zone.local, tag: server.changeTag, base: server.receipt)
+        }
+        if LocalStore.same(merged, server.receipt) {
+            try db.execute(sql: "DELETE FROM changes WHERE receiptID = ?", arguments: [server.id])
+        } else {
+            try LocalStore.ensurePending(db, server.id, zone: zone.local, deleted: merged == nil)
+        }
+    }
+
+    // MARK: Pull
+
+    /// Pulls `zone` page by page: each page's blobs are downloaded and made durable first, then the
+    /// page's rows and the zone's new change token commit in one transaction.
+    func pull(_ zone: ZoneRef) async throws {
+        var token = try vault.catalog.read { db in
+            try String.fetchOne(db, sql: "SELECT changeToken FROM zones WHERE name = ?", arguments: [zone.local])
+        }
+        var restarted = false
+        while true {
+            try checkNotWiping()
+            let page: WireChangesResponse
+            do {
+                page = try await client.changes(owner: zone.owner, name: zone.remote, since: token, limit: pageSize)
+            } catch let error as SyncError where error.status == 410 && !restarted {
+                token = nil
+                restarted = true
+                continue
+            }
+            if !page.records.isEmpty { progress("pulling \(zone.local): \(page.records.count) change(s)") }
+            var hexes = Set<String>()
+            for record in page.records { for a in record.receipt?.attachments ?? [] { hexes.insert(a.sha256) } }
+            try await withBlobs(hexes) { db in
+                for record in page.records { try self.applyPulled(db, zone: zone, record: record) }
+                try db.execute(sql: "UPDATE zones SET changeToken = ? WHERE name = ?", arguments: [page.changeToken, zone.local])
+            }
+            token = page.changeToken
+            if !page.more { return }
+        }
+    }
+
+    func applyPulled(_ db: Database, zone: ZoneRef, record: WireRecord) throws {
+        let state = try LocalStore.state(db, record.id)
+        if state?.changeTag == record.changeTag { return } // this vault's own push coming back
+        if let problem = record.receipt?.validationError() {
+            report.errors.append("receipt \(record.id) from zone \(zone.local) was skipped: \(problem)")
+            return
+        }
+        let current = try LocalStore.content(db, record.id)
+        if let current, current.zone != zone.local {
+            report.errors.append("receipt \(record.id) from zone \(zone.local) was skipped: this vault holds it in zone \(current.zone)")
+            return
+        }
+        if try LocalStore.hasPending(db, record.id) {
+            try mergeIn(db, zone: zone, server: record)
+        } else {
+            if !LocalStore.same(current?.receipt, record.receipt) {
+                try LocalStore.apply(db, id: record.id, zone: zone.local, content: record.receipt)
+            }
+            try LocalStore.setState(db, record.id, zone: zone.local, tag: record.changeTag, base: record.receipt)
+        }
+        report.pulled += 1
+    }
+
+    /// Downloads the blobs among `hexes` the vault lacks, holding the vault lock shared (so gc cannot
+    /// take an installed but not yet referenced file), then runs `body` in one transaction that also
+    /// inserts their rows.
+    func withBlobs(_ hexes: Set<String>, _ body: @escaping (Database) throws -> Void) async throws {
+        let lock = try VaultLock(vaultPath: vault.path, mode: .shared)
+        defer { withExtendedLifetime(lock) {} }
+        let missing = try vault.catalog.read { db in try LocalStore.missingBlobs(db, hexes) }
+        var fetched: [BlobRecord] = []
+        for (i, hex) in missing.enumerated() {
+            try checkNotWiping()
+            progress("downloading blob \(i + 1) of \(missing.count)")
+            fetched.append(try await transfer.fetch(hex))
+            report.blobsDownloaded += 1
+        }
+        try vault.catalog.write { db in
+            for blob in fetched { try blob.insert(db, onConflict: .ignore) }
+            try body(db)
+        }
+    }
+}
