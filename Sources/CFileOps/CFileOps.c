@@ -27,3 +27,9 @@ int cfileops_fsync(int fd) {
     do { r = fsync(fd); } while (r < 0 && errno == EINTR);
     return r;
 }
+
+int cfileops_syncfs(int fd) {
+    int r;
+    do { r = syncfs(fd); } while (r < 0 && errno == EINTR);
+    return r;
+}

@@ -1,3 +1,5 @@
+import Foundation
+import Foundation
 import GRDB
 
 /// Milliseconds since 1970, the catalog's one time unit.
@@ -81,6 +83,30 @@ public struct BlobRecord: Codable, Sendable, Equatable, FetchableRecord, Persist
     }
 
     public var isInline: Bool { inline != nil }
+
+    // `[UInt8]` would be stored through Codable as JSON text; the catalog keeps inline bytes as a BLOB
+    // (the schema checks `length(inline) = size`).
+    public init(row: Row) throws {
+        sha256 = row["sha256"]
+        size = row["size"]
+        storedSize = row["storedSize"]
+        encoding = row["encoding"]
+        if let bytes = row["inline"] as Data? {
+            self.inline = [UInt8](bytes)
+        } else {
+            self.inline = nil
+        }
+        createdAt = row["createdAt"]
+    }
+
+    public func encode(to container: inout PersistenceContainer) throws {
+        container["sha256"] = sha256
+        container["size"] = size
+        container["storedSize"] = storedSize
+        container["encoding"] = encoding
+        if let inline { container["inline"] = Data(inline) } else { container["inline"] = nil }
+        container["createdAt"] = createdAt
+    }
 }
 
 /// A zone as this vault knows it. Local zones have `owner == nil`; zones shared with this vault's

@@ -42,6 +42,9 @@ struct Failure {
 
     static func describe(_ error: Error) -> Failure {
         switch VaultError.wrap(error) {
+        case let e as ManifestError:
+            // One line per bad row; `main` prefixes the first one.
+            return Failure(message: e.lines.joined(separator: "\nreceipt: "), status: unchanged)
         case let e as ProblemsExit: return Failure(message: e.message, status: problems)
         case let e as VaultError: return Failure(message: e.message, status: unchanged)
         case let e as BlobError: return Failure(message: e.description, status: problems)
@@ -97,6 +100,18 @@ final class ProgressLine: @unchecked Sendable {
         let left = rate > 0 ? Double(totalBytes - bytes) / rate : 0
         let text = String(format: "\r%@ %d/%d files, %@/%@, %@/s, %@ left ", label, files, totalFiles,
                           Format.bytes(bytes), Format.bytes(totalBytes), Format.bytes(Int64(rate)), Format.duration(left))
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    /// A phase whose total is not known yet (items and bytes so far, rate).
+    func update(label phase: String, items: Int, bytes: Int64) {
+        guard enabled else { return }
+        let now = Date()
+        guard now.timeIntervalSince(lastDraw) > 0.1 else { return }
+        lastDraw = now
+        let elapsed = max(now.timeIntervalSince(start), 0.001)
+        let text = String(format: "\r%@ %d rows, %@, %@/s \u{1B}[K", phase, items, Format.bytes(bytes),
+                          Format.bytes(Int64(Double(bytes) / elapsed)))
         FileHandle.standardError.write(Data(text.utf8))
     }
 

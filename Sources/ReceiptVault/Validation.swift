@@ -69,10 +69,18 @@ public enum Validate {
         }
     }
 
-    /// Free text (merchant, category, note, tag) is kept as data; only its length is bounded.
+    /// Free text (merchant, category, note, tag) is kept as data (`/`, `..`, newlines included); its
+    /// length is bounded, and a NUL byte is refused: SQLite's text binding would silently cut the value
+    /// there. A tag may not contain `;`, the manifest's tag separator.
     public static func text(_ value: String, field: String) throws -> String {
         guard value.utf8.count <= 4096 else {
             throw VaultError.bad("\(field) is too long (\(value.utf8.count) bytes; at most 4096)")
+        }
+        if value.utf8.contains(0) {
+            throw VaultError.bad("\(field) contains a NUL byte, which the catalog cannot store")
+        }
+        if field == "tag" && value.contains(";") {
+            throw VaultError.bad("tag '\(value)' contains ';', which separates tags in a manifest")
         }
         return value
     }

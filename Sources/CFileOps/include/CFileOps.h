@@ -12,4 +12,6 @@ ssize_t cfileops_copy_file_range(int src_fd, int dst_fd, size_t len);
 
 /// fdatasync-free full fsync, retried on EINTR. Returns 0 or -1 with errno.
 int cfileops_fsync(int fd);
+/// syncfs(2): flushes the whole file system holding `fd`, retried on EINTR. Returns 0 or -1 with errno.
+int cfileops_syncfs(int fd);
 #endif

@@ -1,0 +1,45 @@
+import ArgumentParser
+import ReceiptVault
+
+struct ExportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Export receipts' files with manifest.csv and receipts.json, to a folder or a zip file.",
+        discussion: """
+            DEST is a new or empty folder, or with --zip a .zip file that does not exist yet. Each \
+            attachment's original bytes are written under a readable, safe name such as \
+            2025/03/2025-03-04_acme_1f2e3d4c.pdf (undated receipts under undated/), beside \
+            manifest.csv (importable with `receipt import --manifest`) and receipts.json (the \
+            `list --json` shape). A missing or corrupt blob is reported, the rest is still exported, \
+            and the exit status is 1.
+            Example: receipt export tax-2025.zip --zip --from 2025-01-01 --to 2025-12-31
+            """)
+
+    @OptionGroup var options: VaultOptions
+    @Argument(help: ArgumentHelp("The folder (or with --zip, the .zip file) to create.", valueName: "dest"))
+    var destination: String
+    @Option(help: "Only this zone.") var zone: String?
+    @Option(help: ArgumentHelp("Only dated on or after.", valueName: "YYYY-MM-DD")) var from: String?
+    @Option(help: ArgumentHelp("Only dated on or before.", valueName: "YYYY-MM-DD")) var to: String?
+    @Flag(help: "Write one zip file instead of a folder.") var zip = false
+
+    func run() throws {
+        let vault = try options.openVault()
+        let progress = ProgressLine("exporting")
+        let report = try vault.export(to: destination, filter: ExportFilter(zone: zone, from: from, to: to), zip: zip) {
+            progress.update(files: $0.filesDone, of: $0.filesTotal, bytes: $0.bytesDone, of: $0.bytesTotal)
+        }
+        progress.finish()
+        if options.json {
+            try Output.json(report)
+        } else {
+            Output.note("exported \(report.receipts) receipt(s), \(report.files.count) file(s), "
+                + "\(Format.bytes(report.bytes)) to \(report.destination)"
+                + (report.failed.isEmpty ? "" : "; \(report.failed.count) file(s) failed"))
+        }
+        for failure in report.failed {
+            Output.note("receipt: receipt \(failure.receipt): blob \(failure.sha256): \(failure.error)")
+        }
+        if !report.failed.isEmpty { throw ExitCode(Failure.problems) }
+    }
+}

@@ -1,0 +1,199 @@
+import BlobStore
+import CSV
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The manifest's columns (CSV header names, case-insensitive, any order). Only `path` is required.
+/// `filename` (the attachment's name inside the receipt; default: the last component of `path`) is an
+/// addition of this project, written by `export` so names survive a round trip.
+public enum ManifestColumn: String, CaseIterable, Sendable {
+    case path, id, filename, merchant, date, total, currency, category, note, tags, sha256, zone
+}
+
+/// One bad row (or a bad header, line 1) of a manifest.
+public struct ManifestProblem: Error, Sendable, Equatable, Codable {
+    public var line: Int
+    public var message: String
+
+    public init(line: Int, message: String) {
+        self.line = line
+        self.message = message
+    }
+}
+
+/// A manifest with bad rows: nothing was imported. Every problem names its line.
+public struct ManifestError: Error, CustomStringConvertible, Sendable {
+    public let file: String
+    public let problems: [ManifestProblem]
+
+    /// One line per problem: `FILE:LINE: message`.
+    public var lines: [String] { problems.map { "\(file):\($0.line): \($0.message)" } }
+    public var description: String { lines.joined(separator: "\n") }
+}
+
+/// One data row of a manifest as read: the values of the header's columns and the line it starts on.
+struct ManifestRecord {
+    let line: Int
+    let values: [ManifestColumn: String]
+
+    subscript(_ column: ManifestColumn) -> String? { values[column] }
+}
+
+/// Streams a manifest (RFC 4180 CSV, UTF-8, header row) row by row through CSV.swift, keeping track of
+/// the line each row starts on (CSV.swift does not: quoted fields may span lines). Memory does not
+/// grow with the file.
+final class ManifestReader {
+    let path: String
+    /// The column of each CSV field, in header order.
+    let columns: [ManifestColumn]
+    private let reader: CSVReader
+    private let stream: DescriptorInputStream
+    private var nextLine: Int
+
+    /// Opens the manifest and checks its header: known columns only, no duplicates, `path` present.
+    init(path: String) throws {
+        self.path = path
+        guard let st = try FileSystem.status(path, followLinks: true) else {
+            throw VaultError.bad("cannot read the manifest \(path): no such file")
+        }
+        guard st.isRegular else { throw VaultError.bad("cannot read the manifest \(path): not a regular file") }
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK)
+        } catch let error as IOError {
+            throw VaultError.bad("cannot read the manifest \(path): \(error.message)")
+        }
+        stream = DescriptorInputStream(fd)
+        do {
+            reader = try CSVReader(stream: stream, codecType: UTF8.self, hasHeaderRow: false)
+        } catch {
+            throw VaultError.bad("cannot read the manifest \(path): \(Self.describe(error, stream))")
+        }
+        nextLine = 1
+        guard let header = reader.next(), !(header.count == 1 && header[0].isEmpty) else {
+            try Self.check(reader, stream, path: path)
+            throw VaultError.bad("the manifest \(path) is empty: expected a header row naming at least the column 'path'")
+        }
+        nextLine += 1 + Self.newlines(in: header)
+        var seen = Set<ManifestColumn>()
+        var columns: [ManifestColumn] = []
+        var problems: [ManifestProblem] = []
+        let known = ManifestColumn.allCases.map(\.rawValue).joined(separator: ", ")
+        for (index, raw) in header.enumerated() {
+            var name = raw.trimmingCharacters(in: .whitespaces).lowercased()
+            if index == 0, name.hasPrefix("\u{FEFF}") { name.removeFirst() }
+            guard let column = ManifestColumn(rawValue: name) else {
+                problems.append(ManifestProblem(line: 1, message: "unknown column '\(raw)' (known columns: \(known))"))
+                continue
+            }
+            if !seen.insert(column).inserted {
+                problems.append(ManifestProblem(line: 1, message: "column '\(name)' appears twice"))
+            }
+            columns.append(column)
+        }
+        if !seen.contains(.path) && problems.isEmpty {
+            problems.append(ManifestProblem(line: 1, message: "the header has no 'path' column (columns: \(known))"))
+        }
+        if !problems.isEmpty { throw ManifestError(file: path, problems: problems) }
+        self.columns = columns
+    }
+
+    /// The next non-blank row, or nil at the end. Throws when the file cannot be read or decoded;
+    /// a row with the wrong number of fields comes back as a problem instead.
+    func next() throws -> Result<ManifestRecord, ManifestProblem>? {
+        while let fields = reader.next() {
+            let line = nextLine
+            nextLine += 1 + Self.newlines(in: fields)
+            if fields.count == 1 && fields[0].isEmpty { continue }  // a blank line
+            guard fields.count == columns.count else {
+                return .failure(ManifestProblem(line: line, message:
+                    "has \(fields.count) field\(fields.count == 1 ? "" : "s"), the header has \(columns.count)"))
+            }
+            var values: [ManifestColumn: String] = [:]
+            for (column, value) in zip(columns, fields) { values[column] = value }
+            return .success(ManifestRecord(line: line, values: values))
+        }
+        try Self.check(reader, stream, path: path, line: nextLine)
+        return nil
+    }
+
+    /// CSV.swift reports the end of its input as `cannotReadFile`; only the stream knows whether a
+    /// read really failed.
+    private static func check(_ reader: CSVReader, _ stream: DescriptorInputStream, path: String, line: Int? = nil) throws {
+        if let failure = stream.failure {
+            throw VaultError.bad("cannot read the manifest \(path): \(failure.message)")
+        }
+        guard let error = reader.error else { return }
+        if case CSVError.cannotReadFile = error { return }
+        let place = line.map { " near line \($0)" } ?? ""
+        throw VaultError.bad("cannot read the manifest \(path)\(place): \(describe(error, stream))")
+    }
+
+    private static func describe(_ error: Error, _ stream: DescriptorInputStream) -> String {
+        if let failure = stream.failure { return failure.message }
+        switch error {
+        case CSVError.unicodeDecoding, CSVError.stringEncodingMismatch: return "it is not valid UTF-8 text"
+        case CSVError.stringEndianMismatch: return "it is not UTF-8 text"
+        default: return "\(error)"
+        }
+    }
+
+    /// Line breaks inside the fields of one row (LF, CRLF or a lone CR each count once).
+    static func newlines(in fields: [String]) -> Int {
+        var count = 0
+        for field in fields {
+            var previousCR = false
+            for unit in field.utf8 {
+                if unit == 0x0A {
+                    if !previousCR { count += 1 }
+                    previousCR = false
+                } else if unit == 0x0D {
+                    count += 1
+                    previousCR = true
+                } else {
+                    previousCR = false
+                }
+            }
+        }
+        return count
+    }
+}
+
+/// An `InputStream` over a file descriptor that remembers a real read error (CSV.swift cannot tell one
+/// from the end of the file) and reports the end of the file as 0, not as an error.
+final class DescriptorInputStream: InputStream {
+    private let fd: FileDescriptor
+    private var status: Stream.Status = .notOpen
+    private(set) var failure: IOError?
+
+    init(_ fd: FileDescriptor) {
+        self.fd = fd
+        super.init(data: Data())
+    }
+
+    deinit { fd.close() }
+
+    override func open() { status = .open }
+    override func close() { status = .closed }
+    override var streamStatus: Stream.Status { status }
+    override var streamError: Error? { failure }
+    override var hasBytesAvailable: Bool { status == .open }
+
+    override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
+        guard status == .open else { return 0 }
+        do {
+            let n = try fd.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: len))
+            if n == 0 { status = .atEnd }
+            return n
+        } catch let error as IOError {
+            failure = error
+            status = .error
+            return -1
+        } catch {
+            status = .error
+            return -1
+        }
+    }
+}
