@@ -1,5 +1,4 @@
 import Foundation
-import Foundation
 import GRDB
 
 /// Milliseconds since 1970, the catalog's one time unit.
