@@ -49,6 +49,8 @@ def rmtree(path):
     if os.path.isdir(path):
         subprocess.run(["chmod", "-R", "u+w", path])  # git-annex leaves read-only folders
         shutil.rmtree(path, ignore_errors=True)
+    elif os.path.exists(path):
+        os.remove(path)
 
 
 def fresh_dir(path, tag):
@@ -390,8 +392,8 @@ class Bench:
             with open(self.path("list.txt"), "rb") as f:
                 m.note = "best of 3; %d output lines" % f.read().count(b"\n")
 
-        self.measure("manifest import (%d rows)" % rows, "receipt", imp, vault)
-        self.measure("list --from --to (%d rows)" % rows, "receipt", lst)
+        self.measure("manifest import ({:,} rows)".format(rows), "receipt", imp, vault)
+        self.measure("list --from --to ({:,} rows)".format(rows), "receipt", lst)
 
     def step_sync(self, total):
         steps = ("sync push (whole corpus)", "sync pull (into empty vault)", "incremental sync push (1 edit)",
@@ -516,7 +518,7 @@ class Bench:
         target("peak RSS ≤ 100 MB for every receipt command", (worst,), lambda: worst[1] <= 100 * MB,
                worst and "worst: `%s` %.0f MB" % (worst[0], worst[1] / MB) or "no receipt command ran")
         m, ls = c("manifest import", "receipt"), c("list --from", "receipt")
-        target("%d-row manifest import < 5 s and dated list < 0.3 s" % small["rows"], (m, ls),
+        target("{:,}-row manifest import < 5 s and dated list < 0.3 s".format(small["rows"]), (m, ls),
                lambda: m < 5 and ls < 0.3, "import %s, list %s" % (f(m), f(ls)))
         p, q = c("sync push", "receipt"), c("sync pull", "receipt")
         ip, iq = c("incremental sync push", "receipt"), c("incremental sync pull", "receipt")
