@@ -22,6 +22,8 @@ public final class StagedBlob: @unchecked Sendable {
         self.descriptor = descriptor
     }
 
+    func sync() throws { try descriptor?.sync() }
+
     func release() {
         descriptor?.close()
         descriptor = nil
@@ -140,7 +142,7 @@ extension BlobStore {
         do {
             _ = flock(fd.raw, LOCK_EX | LOCK_NB)
             let (id, size, stored, encoding) = try fill(fd)
-            try fd.sync()
+            // Not fsynced yet: `install` makes the whole batch durable before any rename.
             return StagedBlob(id: id, size: size, storedSize: stored, encoding: encoding, path: path, descriptor: fd)
         } catch {
             fd.close()
@@ -155,12 +157,24 @@ extension BlobStore {
         try? FileSystem.remove(staged.path)
     }
 
-    /// Installs staged blobs: renames each into `blobs/`, then fsyncs every touched folder once.
-    /// When an identical blob is already installed the staging file is dropped and the installed
-    /// file's mtime refreshed, so a gc grace measured from mtime cannot sweep it before the caller's
-    /// reference commits. On return every blob is durable under its address.
+    /// Batches at least this large are flushed with two syncfs calls instead of an fsync per file
+    /// and per folder.
+    static let syncfsBatch = 4
+
+    /// Installs staged blobs durably: makes their bytes durable, renames each into `blobs/`, then makes
+    /// the renames durable — an fsync per file and per touched folder for a few blobs, one syncfs
+    /// before and one after the renames for a batch. Either way no rename can reach the disk before
+    /// the bytes it names. When an identical blob is already installed the staging file is dropped and
+    /// the installed file's mtime refreshed, so a gc grace measured from mtime cannot sweep it before
+    /// the caller's reference commits. On return every blob is durable under its address.
     @discardableResult
     public func install(_ staged: [StagedBlob]) throws -> [StoredBlob] {
+        let batched = staged.count >= Self.syncfsBatch
+        if batched {
+            try FileSystem.syncFileSystem(containing: interimPath)
+        } else {
+            for s in staged { try s.sync() }
+        }
         var results: [StoredBlob] = []
         var touched = Set<String>()
         var pending = staged[...]
@@ -188,7 +202,11 @@ extension BlobStore {
             results.append(StoredBlob(id: s.id, size: s.size, storedSize: s.storedSize, encoding: s.encoding,
                                       deduplicated: false))
         }
-        for folder in touched.sorted(by: { $0.count > $1.count }) { try FileSystem.syncDirectory(folder) }
+        if batched {
+            if !touched.isEmpty { try FileSystem.syncFileSystem(containing: blobsPath) }
+        } else {
+            for folder in touched.sorted(by: { $0.count > $1.count }) { try FileSystem.syncDirectory(folder) }
+        }
         return results
     }
 

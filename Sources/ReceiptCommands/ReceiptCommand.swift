@@ -25,7 +25,7 @@ public struct ReceiptCommand: AsyncParsableCommand {
     public init() {}
 
     /// Parses and runs; every failure becomes one line on stderr and a meaningful exit status.
-    public static func main(arguments: [String]? = nil) async {
+    public static func run(arguments: [String]? = nil) async {
         var command: ParsableCommand
         do {
             command = try parseAsRoot(arguments)

@@ -76,7 +76,9 @@ extension Vault {
     public func readBlob(_ record: BlobRecord, into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> Int64 {
         guard let id = BlobID(hex: record.sha256) else { throw VaultError(.io, "the catalog holds an invalid address \(record.sha256)") }
         if let inline = record.inline {
-            let actual = SHA256Hasher.hash(inline)
+            let hasher = SHA256Hasher()
+            inline.withUnsafeBytes { hasher.update($0) }
+            let actual = hasher.finalize()
             guard actual == id else { throw BlobError.corrupt(id, detail: "its inline bytes hash to \(actual)") }
             try inline.withUnsafeBytes { try sink($0) }
             return Int64(inline.count)

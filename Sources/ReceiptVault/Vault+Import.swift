@@ -33,14 +33,14 @@ public struct ImportProgress: Sendable {
 }
 
 /// A regular file found for import.
-struct InputFile {
+struct InputFile: Sendable {
     let path: String
     let status: FileStatus
     var name: String { path.split(separator: "/").last.map(String.init) ?? path }
 }
 
 /// A file's content made ready to reference: either small bytes for the catalog, or a staged blob.
-struct PreparedBlob {
+struct PreparedBlob: Sendable {
     let id: BlobID
     let size: Int64
     let mediaType: String
@@ -91,13 +91,17 @@ extension Vault {
                              report: inout ImportReport) throws {
         var prepared: [(InputFile, PreparedBlob)] = []
         defer { for (_, p) in prepared { if let s = p.staged { blobs.discard(s) } } }
-        for input in batch {
-            do {
-                prepared.append((input, try prepare(input)))
-            } catch let error as IOError {
+        let outcomes = Parallel.map(Array(batch)) { input in try self.prepare(input) }
+        var firstError: Error?
+        for (input, outcome) in zip(batch, outcomes) {
+            switch outcome {
+            case .success(let blob): prepared.append((input, blob))
+            case .failure(let error as IOError):
                 report.failed.append(FailedFile(path: input.path, error: error.description))
+            case .failure(let error): firstError = firstError ?? error
             }
         }
+        if let firstError { throw firstError }
         let installed = try installStaged(prepared.map(\.1))
         let now = nowMillis()
         let results: [ImportedFile] = try catalog.write { db in

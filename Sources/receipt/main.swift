@@ -1,3 +1,3 @@
 import ReceiptCommands
 
-await ReceiptCommand.main()
+await ReceiptCommand.run(arguments: nil)
