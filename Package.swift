@@ -59,11 +59,18 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["BlobStore"], path: "Tests/TestSupport",
                 swiftSettings: strict),
         .testTarget(name: "BlobStoreTests", dependencies: ["BlobStore", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "ReceiptCatalogTests", dependencies: ["ReceiptCatalog", "TestSupport"],
+        .testTarget(name: "ReceiptCatalogTests", dependencies: [
+            "ReceiptCatalog", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+        ],
                     swiftSettings: strict),
-        .testTarget(name: "ReceiptVaultTests", dependencies: ["ReceiptVault", "TestSupport"],
+        .testTarget(name: "ReceiptVaultTests", dependencies: [
+            "ReceiptVault", "ReceiptCatalog", "BlobStore", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+        ],
                     swiftSettings: strict),
-        .testTarget(name: "ReceiptCommandsTests", dependencies: ["ReceiptCommands", "TestSupport"],
+        .testTarget(name: "ReceiptCommandsTests", dependencies: [
+            "ReceiptCommands", "ReceiptVault", "BlobStore", "TestSupport",
+            .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+        ],
                     swiftSettings: strict),
         .testTarget(name: "ReceiptSyncTests", dependencies: [
             "ReceiptSync", "ReceiptServer", "ReceiptCommands", "TestSupport",

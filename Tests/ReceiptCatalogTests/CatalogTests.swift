@@ -1,0 +1,77 @@
+import BlobStore
+import Foundation
+import GRDB
+@testable import ReceiptCatalog
+import TestSupport
+import XCTest
+
+/// I7: a catalog written by a newer version, or one SQLite cannot read, is refused and no file is touched.
+final class CatalogTests: XCTestCase {
+    var folder: TemporaryFolder!
+
+    override func setUp() { folder = TemporaryFolder("receipt-catalog") }
+    override func tearDown() { folder = nil }
+
+    /// A closed catalog with one zone, at `vault/catalog.sqlite`.
+    func makeCatalog() throws -> String {
+        try FileManager.default.createDirectory(atPath: folder.file("vault"), withIntermediateDirectories: true)
+        let path = folder.file("vault/" + Catalog.fileName)
+        let catalog = try Catalog.create(at: path, settings: VaultSettings(vaultID: "test"))
+        try catalog.close()
+        return path
+    }
+
+    /// Names and bytes of every file in the catalog's folder.
+    func folderState(_ path: String) throws -> [String: Data] {
+        let dir = FileSystem.parentPath(path)
+        var out: [String: Data] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: dir) {
+            out[name] = try Data(contentsOf: URL(fileURLWithPath: dir + "/" + name))
+        }
+        return out
+    }
+
+    func testNewerSchemaIsRefusedWithoutTouchingTheFile() throws {
+        let path = try makeCatalog()
+        // user_version is the big-endian 32-bit integer at offset 60 of the SQLite header.
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        let newer = UInt32(Catalog.schemaVersion + 1)
+        for i in 0..<4 { bytes[60 + i] = UInt8(truncatingIfNeeded: newer >> (24 - 8 * UInt32(i))) }
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let before = try folderState(path)
+        XCTAssertEqual(before.keys.sorted(), [Catalog.fileName])
+
+        XCTAssertThrowsError(try Catalog.open(at: path)) { error in
+            let e = error as? CatalogError
+            XCTAssertEqual(e?.code, .newerSchema(found: Catalog.schemaVersion + 1, known: Catalog.schemaVersion))
+            XCTAssertTrue(e?.description.contains("upgrade receipt") ?? false, "\(error)")
+        }
+        XCTAssertEqual(try folderState(path), before, "no byte and no -wal/-shm file may change")
+        // SQLite itself agrees the file is intact and says the version we wrote.
+        let queue = try DatabaseQueue(path: path, configuration: { var c = Configuration(); c.readonly = true; return c }())
+        XCTAssertEqual(try queue.read { try Int.fetchOne($0, sql: "PRAGMA user_version") }, Catalog.schemaVersion + 1)
+    }
+
+    func testUnreadableCatalogIsRefusedNamingFsckRepairWithoutTouchingIt() throws {
+        let path = try makeCatalog()
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        // Keep the header (so the file still looks like a receipt catalog) and scramble the pages.
+        for i in 100..<bytes.count { bytes[i] = UInt8(truncatingIfNeeded: i &* 31 &+ 7) }
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let before = try folderState(path)
+        XCTAssertThrowsError(try Catalog.open(at: path)) { error in
+            XCTAssertEqual((error as? CatalogError)?.code, .unreadable, "\(error)")
+            XCTAssertTrue("\(error)".contains("receipt fsck --repair"), "\(error)")
+        }
+        XCTAssertEqual(try folderState(path), before, "no byte and no -wal/-shm file may change")
+
+        // Not SQLite at all.
+        try Data("this is not a database at all, just text".utf8).write(to: URL(fileURLWithPath: path))
+        let text = try folderState(path)
+        XCTAssertThrowsError(try Catalog.open(at: path)) { error in
+            XCTAssertEqual((error as? CatalogError)?.code, .unreadable)
+            XCTAssertTrue("\(error)".contains("receipt fsck --repair"), "\(error)")
+        }
+        XCTAssertEqual(try folderState(path), text)
+    }
+}

@@ -1,0 +1,200 @@
+import BlobStore
+import Foundation
+import TestSupport
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `receipt import --manifest FILE.csv`.
+final class ManifestTests: CLITestCase {
+    let idA = "1f2e3d4c-5b6a-4789-9abc-def012345678"
+    let idB = "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d"
+
+    /// Writes the sample files and a manifest under `m/`; returns the manifest's path.
+    @discardableResult
+    func manifest(_ text: String, name: String = "manifest.csv") throws -> String {
+        try folder.write("m/docs/receipt.pdf", Samples.pdf)
+        try folder.write("m/docs/photo.jpg", Samples.jpeg)
+        try folder.write("m/scan.png", Samples.png)
+        try folder.write("m/till.txt", Samples.text)
+        return try folder.write("m/" + name, text)
+    }
+
+    func testQuotedFieldsMultiRowReceiptsAndColumnsInAnyOrder() throws {
+        let path = try manifest("""
+            merchant,tags,path,date,total,currency,id,category,note,zone
+            "Acme, Inc.",tax;home,docs/receipt.pdf,2025-03-04,12.34,usd,\(idA),"tools, hardware","said ""thanks""
+            second line",personal
+            ,,docs/photo.jpg,,,,\(idA),,,
+            Bakery,,scan.png,2025-01-02,3,EUR,,food,,
+
+            """)
+        let out = try XCTUnwrap(try json("import", "--manifest", path) as? [String: Any])
+        let imported = try XCTUnwrap(out["imported"] as? [[String: Any]])
+        XCTAssertEqual(imported.count, 3)
+        XCTAssertEqual(Set(imported[0].keys), ["id", "path", "sha256", "size", "deduplicated", "existing"])
+        XCTAssertEqual(imported.map { $0["path"] as? String }, ["docs/receipt.pdf", "docs/photo.jpg", "scan.png"])
+        let receipts = try list()
+        XCTAssertEqual(receipts.count, 2)
+        let bakery = receipts[0], acme = receipts[1]
+        XCTAssertEqual(acme["id"] as? String, idA)
+        XCTAssertEqual(acme["merchant"] as? String, "Acme, Inc.")
+        XCTAssertEqual(acme["category"] as? String, "tools, hardware")
+        XCTAssertEqual(acme["note"] as? String, "said \"thanks\"\nsecond line")
+        XCTAssertEqual(acme["currency"] as? String, "USD")
+        XCTAssertEqual(acme["tags"] as? [String], ["tax", "home"])
+        let files = try XCTUnwrap(acme["attachments"] as? [[String: Any]])
+        XCTAssertEqual(files.map { $0["filename"] as? String }, ["receipt.pdf", "photo.jpg"])
+        XCTAssertEqual(files.map { $0["mediaType"] as? String }, ["application/pdf", "image/jpeg"])
+        XCTAssertEqual(bakery["merchant"] as? String, "Bakery")
+        XCTAssertTrue(bakery["note"] is NSNull)
+        XCTAssertEqual((bakery["id"] as? String)?.count, 36)
+    }
+
+    func testReimportIsIdempotentAndAnExistingIdIsUpdated() throws {
+        let path = try manifest("""
+            path,id,merchant,total,sha256
+            docs/receipt.pdf,\(idA),Acme,1.00,\(TestData.sha256(Samples.pdf))
+            docs/photo.jpg,\(idA),,,
+            till.txt,,Corner shop,,
+
+            """)
+        XCTAssertEqual(try receipt("import", "--manifest", path).status, 0)
+        let first = try state()
+        let again = try XCTUnwrap(try json("import", "--manifest", path) as? [String: Any])
+        let imported = try XCTUnwrap(again["imported"] as? [[String: Any]])
+        XCTAssertEqual(imported.compactMap { $0["existing"] as? Bool }, [true, true, true])
+        XCTAssertEqual(try state(), first, "a second import changes nothing")
+        // Same id, new metadata and one more file: the receipt is updated, not duplicated.
+        try manifest("""
+            path,id,merchant,total
+            docs/receipt.pdf,\(idA),Acme Corp,2.50
+            scan.png,\(idA),,
+
+            """)
+        XCTAssertEqual(try receipt("import", "--manifest", path).status, 0)
+        let receipts = try list()
+        XCTAssertEqual(receipts.count, 2)
+        let acme = try XCTUnwrap(receipts.first { $0["id"] as? String == idA })
+        XCTAssertEqual(acme["merchant"] as? String, "Acme Corp")
+        XCTAssertEqual(acme["total"] as? String, "2.50")
+        XCTAssertEqual((acme["attachments"] as? [[String: Any]])?.compactMap { $0["filename"] as? String },
+                       ["receipt.pdf", "photo.jpg", "scan.png"])
+    }
+
+    func testEveryBadRowIsReportedWithItsLineAndNothingIsImported() throws {
+        try folder.write("outside.pdf", Samples.pdf)
+        XCTAssertEqual(mkfifo(folder.file("fifo"), 0o644), 0)
+        let path = try manifest("""
+            path,id,date,total,currency,sha256,merchant
+            docs/receipt.pdf,,2025-03-04,12.34,EUR,,"fine, multi
+            line"
+            missing.pdf,,,,,,
+            till.txt,,2025-02-30,,,,
+            till.txt,,,"12,3,4",,,
+            till.txt,,,1e9,,,
+            till.txt,,,,EURO,,
+            till.txt,,,,,\(String(repeating: "0", count: 64)),
+            ../outside.pdf,,,,,,
+            /etc/hostname,,,,,,
+            link.txt,,,,,,
+            docs/../../outside.pdf,,,,,,
+            till.txt,not-a-uuid,,,,,
+            docs,,,,,,
+            fifo-link,,,,,,
+            scan.png,,,,,,
+            ,,,,,,merchant only
+
+            """)
+        XCTAssertEqual(symlink("../outside.pdf", folder.file("m/link.txt")), 0)
+        XCTAssertEqual(symlink("../fifo", folder.file("m/fifo-link")), 0)
+        XCTAssertEqual(mkfifo(folder.file("m/pipe"), 0o644), 0)
+        let before = try state()
+        let r = try receipt("import", "--manifest", path)
+        XCTAssertEqual(r.status, 2)
+        XCTAssertTrue(r.stdout.isEmpty)
+        XCTAssertEqual(try state(), before, "nothing imported")
+        let lines = r.stderr.split(separator: "\n").map(String.init)
+        let expected: [(Int, String)] = [
+            (4, "no such file: missing.pdf"),
+            (5, "invalid date '2025-02-30'"),
+            (6, "invalid total '12,3,4'"),
+            (7, "invalid total '1e9'"),
+            (8, "unknown currency 'EURO'"),
+            (9, "sha256 mismatch"),
+            (10, "leaves the manifest's folder"),
+            (11, "is absolute"),
+            (12, "leads outside the manifest's folder"),
+            (13, "leaves the manifest's folder"),
+            (14, "invalid id 'not-a-uuid'"),
+            (15, "is a folder"),
+            (16, "leads outside the manifest's folder"),
+            (18, "path is empty"),
+        ]
+        XCTAssertEqual(lines.count, expected.count, r.stderr)
+        for (line, text) in expected {
+            XCTAssertTrue(lines.contains { $0.hasPrefix("receipt: \(path):\(line): ") && $0.contains(text) },
+                          "no line \(line) mentioning \(text) in:\n\(r.stderr)")
+        }
+    }
+
+    func testAFIFOInsideTheFolderIsRefusedWithoutHanging() throws {
+        let path = try manifest("path\npipe\n")
+        XCTAssertEqual(mkfifo(folder.file("m/pipe"), 0o644), 0)
+        try assertRefused(["import", "--manifest", path], mentioning: ":2: pipe is not a regular file")
+    }
+
+    func testHeaderProblems() throws {
+        try assertRefused(["import", "--manifest", try manifest("path,merchnat\na.pdf,x\n")],
+                          mentioning: ":1: unknown column 'merchnat'")
+        try assertRefused(["import", "--manifest", try manifest("merchant,date\nx,2025-01-01\n")],
+                          mentioning: ":1: the header has no 'path' column")
+        try assertRefused(["import", "--manifest", try manifest("path,path\na,b\n")],
+                          mentioning: ":1: column 'path' appears twice")
+        try assertRefused(["import", "--manifest", try manifest("")], mentioning: "is empty")
+        try assertRefused(["import", "--manifest", folder.file("m/none.csv")], mentioning: "no such file")
+        try assertRefused(["import", "--manifest", try manifest("path\ntill.txt,extra\n")],
+                          mentioning: ":2: has 2 fields, the header has 1")
+        let invalid = folder.file("m/latin1.csv")
+        try Data([0x70, 0x61, 0x74, 0x68, 0x0A, 0xE9, 0xFF, 0x0A]).write(to: URL(fileURLWithPath: invalid))
+        try assertRefused(["import", "--manifest", invalid], mentioning: "not valid UTF-8")
+    }
+
+    func testNULBytesInAManifestAreRefusedClearly() throws {
+        let path = try manifest("path,merchant\ntill.txt,\"Ac\u{0}me\"\n")
+        try assertRefused(["import", "--manifest", path], mentioning: ":2: merchant contains a NUL byte")
+    }
+
+    func testConflictingMetadataForOneIdIsABadRow() throws {
+        let path = try manifest("""
+            path,id,merchant
+            docs/receipt.pdf,\(idA),Acme
+            docs/photo.jpg,\(idA),Other
+
+            """)
+        try assertRefused(["import", "--manifest", path], mentioning: ":3: merchant 'Other' differs from 'Acme'")
+    }
+
+    func testCRLFLineEndingsAndLineNumbersAfterQuotedNewlines() throws {
+        let path = try manifest("path,note\r\ntill.txt,\"a\r\nb\r\nc\"\r\nmissing.pdf,x\r\n")
+        try assertRefused(["import", "--manifest", path], mentioning: ":5: no such file: missing.pdf")
+    }
+
+    func testZonesFromTheManifestOrTheOption() throws {
+        let path = try manifest("path,zone\ntill.txt,work\nscan.png,\n")
+        let out = try XCTUnwrap(try json("import", "--manifest", path, "--zone", "personal") as? [String: Any])
+        XCTAssertEqual((out["imported"] as? [Any])?.count, 2)
+        XCTAssertEqual(Set(try list().compactMap { $0["zone"] as? String }), ["work", "personal"])
+        try assertRefused(["import", "--manifest", try manifest("path,zone\ntill.txt,bad zone\n")],
+                          mentioning: ":2: invalid zone name 'bad zone'")
+        try assertRefused(["import", "--manifest", try manifest("path,zone\ntill.txt,alice/shared\n")],
+                          mentioning: ":2: no zone 'alice/shared'")
+    }
+
+    func testManifestAndPathsOrMetadataTogetherAreRefused() throws {
+        let path = try manifest("path\ntill.txt\n")
+        try assertRefused(["import", "--manifest", path, folder.file("m/till.txt")], mentioning: "not both", status: 64)
+        try assertRefused(["import", "--manifest", path, "--merchant", "x"], mentioning: "do not apply", status: 64)
+    }
+}

@@ -1,0 +1,191 @@
+import BlobStore
+import Foundation
+import GRDB
+import ReceiptCatalog
+@testable import ReceiptVault
+import TestSupport
+import XCTest
+
+/// The vault's invariants (docs/DESIGN.md), through the library.
+final class VaultTests: XCTestCase {
+    var folder: TemporaryFolder!
+    var vault: Vault!
+
+    override func setUpWithError() throws {
+        folder = TemporaryFolder("receipt-vault")
+        vault = try Vault.create(at: folder.file("vault"), inlineThreshold: 1024).vault
+    }
+
+    override func tearDownWithError() throws {
+        try vault?.close()
+        vault = nil
+        folder = nil
+    }
+
+    func count(_ table: String) throws -> Int {
+        try vault.catalog.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM \(table)") ?? -1 }
+    }
+
+    /// Tables and blob files: what a failed command must leave as it found it.
+    func fingerprint() throws -> [String] {
+        var out: [String] = []
+        for table in ["receipts", "attachments", "blobs", "changes", "zones", "importCache"] {
+            out.append("\(table)=\(try count(table))")
+        }
+        out.append(contentsOf: try vault.blobs.enumerate().map { "\($0.path):\($0.storedSize)" })
+        out.append(contentsOf: try FileSystem.contents(of: vault.blobs.interimPath).sorted())
+        return out
+    }
+
+    // I1
+    func testImportedBlobIsInstalledBeforeItsRowCommits() throws {
+        // A blob that cannot be installed (its fan-out folder is taken by a file) must leave no row.
+        let bytes = TestData.random(10_000, seed: 1)
+        let id = SHA256Hasher.hash(bytes)
+        try FileManager.default.createDirectory(atPath: vault.blobs.blobsPath, withIntermediateDirectories: true)
+        try Data("not a folder".utf8).write(to: URL(fileURLWithPath: vault.blobs.blobsPath + "/" + id.fanOut))
+        let path = try folder.write("in/big.bin", bytes)
+        XCTAssertThrowsError(try vault.importFiles([path]))
+        XCTAssertEqual(try count("receipts"), 0)
+        XCTAssertEqual(try count("blobs"), 0, "no row may refer to a blob that is not installed")
+        XCTAssertEqual(try count("changes"), 0)
+        // The same through a manifest.
+        try folder.write("in/manifest.csv", "path\nbig.bin\n")
+        XCTAssertThrowsError(try vault.importManifest(folder.file("in/manifest.csv")))
+        XCTAssertEqual(try count("blobs"), 0)
+        XCTAssertEqual(try count("receipts"), 0)
+
+        // Once installable, every committed row's blob is a complete file under its address.
+        try FileManager.default.removeItem(atPath: vault.blobs.blobsPath + "/" + id.fanOut)
+        let report = try vault.importManifest(folder.file("in/manifest.csv"))
+        XCTAssertEqual(report.imported.count, 1)
+        let record = try vault.blobRecord(id.hex)
+        XCTAssertNil(record.inline)
+        XCTAssertEqual(try vault.blobs.verify(id, encoding: BlobEncoding(rawValue: record.encoding) ?? .identity), 10_000)
+        XCTAssertEqual(try FileSystem.contents(of: vault.blobs.interimPath), [], "no staging file left")
+    }
+
+    // I5
+    func testRemoveKeepsBytesUntilGC() throws {
+        let big = TestData.random(5_000, seed: 2), small = Array("small".utf8)
+        let a = try folder.write("in/big.bin", big), b = try folder.write("in/small.txt", small)
+        let report = try vault.importFiles([a, b])
+        try vault.remove(report.imported.map(\.id))
+        XCTAssertEqual(try count("receipts"), 0)
+        XCTAssertEqual(try count("attachments"), 0)
+        for bytes in [big, small] {
+            let record = try vault.blobRecord(SHA256Hasher.hash(bytes).hex)
+            var read: [UInt8] = []
+            try vault.readBlob(record) { read.append(contentsOf: $0) }
+            XCTAssertEqual(read, bytes, "bytes still readable after rm")
+        }
+        XCTAssertTrue(vault.blobs.contains(SHA256Hasher.hash(big)))
+    }
+
+    // I6
+    func testEveryMutationWritesItsOutboxEntry() throws {
+        func changes() throws -> [(String, String)] {
+            try vault.catalog.read { db in
+                try Row.fetchAll(db, sql: "SELECT receiptID, kind FROM changes ORDER BY seq").map { ($0[0], $0[1]) }
+            }
+        }
+        var seen = 0
+        func expectNew(_ kind: String, _ id: String, line: UInt = #line) throws {
+            let all = try changes()
+            XCTAssertGreaterThan(all.count, seen, "no outbox entry", line: line)
+            XCTAssertTrue(all[seen...].contains { $0 == (id, kind) }, "no \(kind) entry for \(id)", line: line)
+            seen = all.count
+        }
+        let path = try folder.write("in/a.txt", "a")
+        let id = try XCTUnwrap(try vault.importFiles([path]).imported.first?.id)
+        try expectNew("upsert", id)
+        try vault.edit(id, ReceiptMetadata(merchant: "Acme"))
+        try expectNew("upsert", id)
+        try vault.attach(id, paths: [try folder.write("in/b.txt", "b")])
+        try expectNew("upsert", id)
+        try vault.detach(id, blob: SHA256Hasher.hash(Array("b".utf8)).hex)
+        try expectNew("upsert", id)
+        let manifestID = "1f2e3d4c-5b6a-4789-9abc-def012345678"
+        try folder.write("in/m.csv", "path,id,merchant\na.txt,\(manifestID),X\n")
+        _ = try vault.importManifest(folder.file("in/m.csv"))
+        try expectNew("upsert", manifestID)
+        try folder.write("in/m.csv", "path,id,merchant\nb.txt,\(manifestID),Y\n")
+        _ = try vault.importManifest(folder.file("in/m.csv"))
+        try expectNew("upsert", manifestID)
+        try vault.remove([id])
+        try expectNew("delete", id)
+        // A re-import that changes nothing writes nothing to sync.
+        _ = try vault.importManifest(folder.file("in/m.csv"))
+        XCTAssertEqual(try changes().count, seen)
+        // Every receipt row's latest outbox entry says what it is now.
+        let upserts = try vault.catalog.read { db in
+            try String.fetchAll(db, sql: "SELECT id FROM receipts WHERE id NOT IN (SELECT receiptID FROM changes WHERE kind = 'upsert')")
+        }
+        XCTAssertEqual(upserts, [])
+    }
+
+    // I8
+    func testBadMetadataChangesNothing() throws {
+        let path = try folder.write("in/a.pdf", TestData.random(3_000, seed: 9))
+        let id = try XCTUnwrap(try vault.importFiles([path]).imported.first?.id)
+        let before = try fingerprint()
+        let bad: [ReceiptMetadata] = [
+            ReceiptMetadata(date: "2025-02-30"), ReceiptMetadata(date: "2025-2-3"), ReceiptMetadata(total: "12,3,4"),
+            ReceiptMetadata(total: "1e9"), ReceiptMetadata(total: "12.34.5"), ReceiptMetadata(currency: "XYZ"),
+            ReceiptMetadata(merchant: "Ac\u{0}me"), ReceiptMetadata(tags: ["a;b"]),
+            ReceiptMetadata(note: String(repeating: "n", count: 5000)),
+        ]
+        for metadata in bad {
+            XCTAssertThrowsError(try vault.importFiles([try folder.write("in/new.pdf", TestData.random(4_000, seed: 5))],
+                                                       metadata: metadata), "\(metadata)") { error in
+                XCTAssertEqual((error as? VaultError)?.kind, .badInput)
+            }
+            XCTAssertThrowsError(try vault.edit(id, metadata))
+            XCTAssertEqual(try fingerprint(), before, "\(metadata) changed the vault")
+        }
+        let bytes = try folder.write("in/m.csv", "path,date\nnew.pdf,2025-02-30\na.pdf,2025-01-01\n")
+        XCTAssertThrowsError(try vault.importManifest(bytes)) { error in
+            XCTAssertEqual((error as? ManifestError)?.problems.map(\.line), [2])
+        }
+        XCTAssertEqual(try fingerprint(), before)
+    }
+
+    func testGoodMetadataIsKeptAsDataIncludingPathLikeText() throws {
+        let path = try folder.write("in/a.txt", "a")
+        let id = try XCTUnwrap(try vault.importFiles([path], metadata: ReceiptMetadata(merchant: "../x/\n..", category: "/")).imported.first?.id)
+        let view = try vault.show(id)
+        XCTAssertEqual(view.merchant, "../x/\n..")
+        XCTAssertEqual(view.category, "/")
+    }
+
+    func testManifestImportFillsTheStatCache() throws {
+        // The stat cache: a second import of an unchanged file takes its hash from the cache.
+        let path = try folder.write("in/a.bin", TestData.random(50_000, seed: 4))
+        try folder.write("in/m.csv", "path\na.bin\n")
+        _ = try vault.importManifest(folder.file("in/m.csv"))
+        let cached = try vault.catalog.read { try ImportCacheEntry.fetchOne($0, key: Vault.realPath(path)) }
+        XCTAssertEqual(cached?.sha256, TestData.sha256(TestData.random(50_000, seed: 4)))
+    }
+
+    func testExportNamesAreSafeWhateverTheMetadata() throws {
+        let nasty = ["../../../tmp/x", "/", "..", ".", "a\nb", "\u{1}\u{7F}", "CON", "😀", String(repeating: "a", count: 300), ""]
+        var receipts: [ReceiptView] = []
+        for (i, merchant) in nasty.enumerated() {
+            receipts.append(ReceiptView(id: String(format: "%08x", i) + "-0000-4000-8000-000000000000", zone: "personal",
+                                        merchant: merchant, date: i % 2 == 0 ? "2025-01-0\(i % 9 + 1)" : "../..",
+                                        total: nil, currency: nil, category: nil, note: nil, tags: [],
+                                        attachments: [ReceiptView.File(sha256: String(repeating: "a", count: 64),
+                                                                       filename: "../../.x\(merchant)", size: 1,
+                                                                       mediaType: "application/pdf")]))
+        }
+        let items = Vault.exportNames(receipts)
+        XCTAssertEqual(Set(items.map(\.name)).count, items.count, "unique")
+        for item in items {
+            let parts = item.name.split(separator: "/", omittingEmptySubsequences: false)
+            XCTAssertTrue((2...3).contains(parts.count), item.name)
+            XCTAssertFalse(parts.contains { $0.isEmpty || $0.hasPrefix(".") }, item.name)
+            XCTAssertTrue(item.name.unicodeScalars.allSatisfy { $0.isASCII && $0.value > 0x20 && $0.value < 0x7F }, item.name)
+            XCTAssertLessThan(item.name.utf8.count, 100, item.name)
+        }
+    }
+}
