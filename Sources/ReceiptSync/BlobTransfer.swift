@@ -16,11 +16,17 @@ struct BlobTransfer {
     /// `blobs/` (the record's row still to be inserted by the caller, after the file is durable).
     func fetch(_ hex: String) async throws -> BlobRecord {
         guard let id = BlobID(hex: hex) else { throw SyncError("\(hex) is not a blob address") }
+        let now = nowMillis()
+        // A file a killed sync installed but did not get to reference: adopt it once it verifies.
+        if let storedSize = try? vault.blobs.storedSize(of: id), let encoding = try? vault.blobs.detectEncoding(id),
+           let size = try? vault.blobs.verify(id, encoding: encoding), size >= vault.settings.inlineThreshold {
+            return BlobRecord(sha256: id.hex, size: size, storedSize: storedSize, encoding: encoding.rawValue,
+                              inline: nil, createdAt: now)
+        }
         try FileSystem.makeDirectories(vault.blobs.interimPath)
         let temp = vault.blobs.interimPath + "/download-" + SecureRandom.hex(12) + ".interim"
         let size = try await client.download(id, to: temp)
         defer { try? FileSystem.remove(temp) }
-        let now = nowMillis()
         if size < vault.settings.inlineThreshold {
             var bytes = [UInt8](repeating: 0, count: Int(size))
             let n = try FileDescriptor.with(temp, O_RDONLY) { fd in try bytes.withUnsafeMutableBytes { try fd.readFully(into: $0) } }
@@ -86,6 +92,23 @@ public struct RemoteBlobFetcher: Sendable {
         _ = try await client.download(id, to: temp)
         return try FileDescriptor.with(temp, O_RDONLY) { fd in
             try vault.blobs.write(from: fd, compression: vault.settings.compression, expected: id)
+        }
+    }
+}
+
+extension BlobTransfer {
+    /// Removes staging files a killed sync left in `interim/`: its own download and upload files,
+    /// and blob staging files no running process holds (their writer died). Runs under the sync
+    /// lock, so no other sync owns any of them.
+    func removeStaleStaging() {
+        guard let files = try? vault.blobs.interimFiles() else { return }
+        for file in files where !file.owned {
+            let name = file.path.split(separator: "/").last.map(String.init) ?? ""
+            let staging = name.hasSuffix(".interim") && name.utf8.count == 32 + 8
+                && name.utf8.prefix(32).allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }
+            if name.hasPrefix("download-") || name.hasPrefix("upload-") || staging {
+                try? FileSystem.remove(file.path)
+            }
         }
     }
 }

@@ -188,6 +188,8 @@ public struct SyncClient: Sendable {
             throw SyncError("the server answered GET \(path) with HTTP \(response.status.code)", status: Int(response.status.code))
         }
         let fd = try BlobFileDescriptor.open(destination, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        // Held while the file is written, so fsck sees a staging file a running command owns.
+        _ = flock(fd.raw, LOCK_EX | LOCK_NB)
         do {
             defer { fd.close() }
             let hasher = SHA256Hasher()

@@ -62,6 +62,7 @@ public final class SyncEngine {
         defer { withExtendedLifetime(lock) {} }
         report = SyncReport()
         try checkNotWiping()
+        transfer.removeStaleStaging()
         let account = try await client.account()
         guard account == remote.account else {
             throw SyncError("the token set for this vault belongs to the account \(account), not to \(remote.account): run `receipt remote set` again")

@@ -1,0 +1,184 @@
+import BlobStore
+import Foundation
+import GRDB
+import ReceiptCatalog
+import ReceiptVault
+import TestSupport
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Syncs killed with SIGKILL, wipes racing a sync, and the server process's lifecycle, all driving
+/// the built `receipt` binary as child processes.
+final class CrashAndWipeTests: XCTestCase {
+    /// Checks a vault the way fsck does: SQLite integrity and foreign keys, every blob present and
+    /// hashing to its address, no blob file without a row, no staging file left.
+    func assertClean(_ member: Member, file: StaticString = #filePath, line: UInt = #line) async throws {
+        let fsck = try await member.run(["fsck", "--json"])
+        if fsck.status == 0 || (fsck.json as? [String: Any])?["ok"] != nil {
+            XCTAssertEqual(fsck.status, 0, "fsck found problems in \(member.name)'s vault: \(fsck.stdout)", file: file, line: line)
+        }
+        let vault = try Vault.open(at: member.vault)
+        defer { try? vault.close() }
+        XCTAssertEqual(try vault.catalog.integrityProblems(), [], file: file, line: line)
+        let records = try vault.catalog.read { try BlobRecord.fetchAll($0) }
+        for record in records {
+            XCTAssertNoThrow(try vault.readBlob(record) { _ in }, "blob \(record.sha256)", file: file, line: line)
+        }
+        let rows = Set(records.filter { $0.inline == nil }.map(\.sha256))
+        for f in try vault.blobs.enumerate() {
+            XCTAssertTrue(f.id.map { rows.contains($0.hex) } ?? false, "unreferenced file \(f.path)", file: file, line: line)
+        }
+        XCTAssertEqual(try vault.blobs.interimFiles().map(\.path), [], file: file, line: line)
+    }
+
+    func outbox(_ member: Member) throws -> Int {
+        let vault = try Vault.open(at: member.vault)
+        defer { try? vault.close() }
+        return try vault.catalog.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM changes") ?? -1 }
+    }
+
+    /// Starts `receipt sync` and SIGKILLs it after a random delay, `times` times.
+    func killSyncs(_ member: Member, times: Int, maxDelayMs: UInt32, rng: inout SystemRandomNumberGenerator) async throws -> Int {
+        var killed = 0
+        for _ in 0..<times {
+            let output = member.folder.file("kill-" + SecureRandom.hex(4))
+            let process = try CLI.start(["sync", "--vault", member.vault], output: output)
+            try await Task.sleep(nanoseconds: UInt64(UInt32.random(in: 5...maxDelayMs, using: &rng)) * 1_000_000)
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                killed += 1
+            }
+            let result = await CLI.wait(process, output: output)
+            XCTAssertTrue(result.signaled || result.status == 0, "sync failed on its own: \(result.stderr)")
+        }
+        return killed
+    }
+
+    func testSyncKilledAtRandomMomentsThenRerunConverges() async throws {
+        let h = try await Household.start(["alice", "bob"])
+        defer { Task { await h.shutdown() } }
+        let alice = h["alice"], bob = h["bob"]
+        try await alice.ok(["zone", "create", "household"])
+        for i in 0..<36 {
+            _ = try h.file("batch/r\(i).bin", size: i % 2 == 0 ? 300 + i : 60_000 + 9_000 * i, seed: UInt64(100 + i))
+        }
+        try await alice.ok(["import", h.folder.file("files/batch"), "--zone", "household", "--merchant", "Bulk"])
+        try await alice.ok(["share", "household", "bob", "--role", "write"])
+        var rng = SystemRandomNumberGenerator()
+        var killed = try await killSyncs(alice, times: 6, maxDelayMs: 400, rng: &rng)
+        _ = try await alice.sync()
+        killed += try await killSyncs(bob, times: 6, maxDelayMs: 400, rng: &rng)
+        _ = try await bob.sync()
+        checkEqual(try await bob.receipts().count, 36)
+
+        // Both sides edit while syncs keep getting killed.
+        let ids = try await alice.receipts().keys.sorted()
+        for id in ids.prefix(6) { try await alice.ok(["edit", id, "--note", "alice \(id.prefix(4))"]) }
+        for id in ids.suffix(6) { try await bob.ok(["edit", id, "--merchant", "bob \(id.prefix(4))"]) }
+        try await bob.ok(["rm", ids[10], ids[11]])
+        let extra = try h.file("late.bin", size: 250_000, seed: 999)
+        try await bob.ok(["import", extra.path, "--zone", "alice/household"])
+        killed += try await killSyncs(bob, times: 4, maxDelayMs: 300, rng: &rng)
+        killed += try await killSyncs(alice, times: 4, maxDelayMs: 300, rng: &rng)
+        for member in [alice, bob, alice, bob] { _ = try await member.sync() }
+        XCTAssertGreaterThan(killed, 0, "no sync was running long enough to be killed")
+
+        let a = try await alice.receipts(zone: "household")
+        let b = try await bob.receipts(zone: "alice/household")
+        XCTAssertEqual(a.count, 35)
+        XCTAssertEqual(Set(a.keys), Set(b.keys))
+        for (id, receipt) in a {
+            XCTAssertEqual(receipt["merchant"] as? String, b[id]?["merchant"] as? String, id)
+            XCTAssertEqual(receipt["note"] as? String, b[id]?["note"] as? String, id)
+            XCTAssertEqual((receipt["attachments"] as? [[String: Any]])?.compactMap { $0["sha256"] as? String },
+                           (b[id]?["attachments"] as? [[String: Any]])?.compactMap { $0["sha256"] as? String }, id)
+        }
+        for id in ids.prefix(6) { XCTAssertEqual(a[id]?["note"] as? String, "alice \(id.prefix(4))") }
+        for id in ids.suffix(6) { XCTAssertEqual(b[id]?["merchant"] as? String, "bob \(id.prefix(4))") }
+        XCTAssertEqual(try outbox(alice), 0)
+        XCTAssertEqual(try outbox(bob), 0)
+        try await assertClean(alice)
+        try await assertClean(bob)
+    }
+
+    func testWipeWaitsForARunningSyncAndLeavesNoHalfVault() async throws {
+        let h = try await Household.start(["alice", "bob"])
+        defer { Task { await h.shutdown() } }
+        let alice = h["alice"], bob = h["bob"]
+        try await alice.ok(["zone", "create", "household"])
+        for i in 0..<24 { _ = try h.file("wipe/w\(i).bin", size: 400_000, seed: UInt64(500 + i)) }
+        try await alice.ok(["import", h.folder.file("files/wipe"), "--zone", "household"])
+        try await alice.ok(["share", "household", "bob", "--role", "read"])
+        _ = try await alice.sync()
+
+        // Without --yes nothing happens.
+        let refused = try await bob.run(["wipe"])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(FileSystem.exists(bob.vault + "/catalog.sqlite"))
+
+        for round in 0..<3 {
+            if round > 0 {
+                try await bob.ok(["init", "--inline-threshold", "1024"])
+                try await bob.ok(["remote", "set", h.server.url, "--account", "bob", "--token", bob.token])
+            }
+            let output = h.folder.file("sync-\(round)")
+            let sync = try CLI.start(["sync", "--vault", bob.vault], output: output)
+            // Wait until the sync holds its lock (it has started working), then wipe.
+            for _ in 0..<200 where !FileSystem.exists(bob.vault + "/sync.lock") { try await Task.sleep(nanoseconds: 5_000_000) }
+            try await Task.sleep(nanoseconds: UInt64(round * 40) * 1_000_000)
+            let wipe = try await bob.run(["wipe", "--yes", "--json"])
+            let synced = await CLI.wait(sync, output: output)
+            XCTAssertEqual(wipe.status, 0, wipe.stderr)
+            XCTAssertFalse(synced.signaled, "the sync died of a signal")
+            XCTAssertTrue(synced.status == 0 || synced.stderr.contains("wiped"), synced.stderr)
+            XCTAssertFalse(FileSystem.exists(bob.vault), "the vault is still there")
+            let leftovers = try FileSystem.contents(of: h.folder.path).filter { $0.contains("wiping") }
+            XCTAssertEqual(leftovers, [])
+        }
+
+        // --remote deletes the account's own zones on the server too.
+        try await alice.ok(["wipe", "--remote", "--yes"])
+        checkEqual(try await h.raw.call(.GET, "/v1/zones", token: alice.token).text, #"{"zones":[]}"#)
+        checkEqual(try await h.raw.call(.GET, "/v1/zones", token: bob.token).text, #"{"zones":[]}"#)
+        XCTAssertFalse(FileSystem.exists(alice.vault))
+    }
+
+    func testServerProcessStopsCleanlyOnSIGTERMAndRestartsWithItsData() async throws {
+        let folder = TemporaryFolder("receipt-server")
+        let data = folder.file("data")
+        let added = try await CLI.run(["server", "account-add", "alice", "--data", data, "--json"], in: folder)
+        XCTAssertEqual(added.status, 0, added.stderr)
+        let token = (added.json as? [String: Any])?["token"] as? String ?? ""
+        XCTAssertEqual(token.count, 64)
+        XCTAssertEqual((added.json as? [String: Any])?["account"] as? String, "alice")
+        let again = try await CLI.run(["server", "account-add", "alice", "--data", data], in: folder)
+        XCTAssertNotEqual(again.status, 0)
+
+        for round in 0..<2 {
+            let output = folder.file("server-\(round)")
+            let server = try CLI.start(["server", "run", "--data", data, "--listen", "127.0.0.1:0"], output: output)
+            var port = 0
+            for _ in 0..<400 where port == 0 {
+                try await Task.sleep(nanoseconds: 10_000_000)
+                let text = (try? String(contentsOfFile: output + ".err", encoding: .utf8)) ?? ""
+                if let range = text.range(of: "127.0.0.1:") {
+                    port = Int(text[range.upperBound...].prefix(while: { $0.isNumber })) ?? 0
+                }
+            }
+            XCTAssertGreaterThan(port, 0, "the server did not say where it listens")
+            let raw = Raw(base: "http://127.0.0.1:\(port)")
+            if round == 0 {
+                checkEqual(try await raw.call(.PUT, "/v1/zones/alice/kept", token: token).status, 201)
+            } else {
+                checkEqual(try await raw.call(.GET, "/v1/zones", token: token).text,
+                               #"{"zones":[{"name":"kept","owner":"alice","role":"owner","shared":false}]}"#)
+            }
+            kill(server.processIdentifier, SIGTERM)
+            let result = await CLI.wait(server, output: output)
+            XCTAssertFalse(result.signaled)
+            XCTAssertEqual(result.status, 0, result.stderr)
+        }
+    }
+}

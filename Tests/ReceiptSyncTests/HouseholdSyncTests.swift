@@ -1,0 +1,218 @@
+import BlobStore
+import Foundation
+import GRDB
+import ReceiptCatalog
+import ReceiptVault
+import ReceiptWire
+import TestSupport
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A household through the CLI: owner alice, write participant bob, read participant carol,
+/// outsider mallory, each with a vault of their own, against a real server.
+final class HouseholdSyncTests: XCTestCase {
+    func testReceiptsAndBytesReachParticipantsAndFlowBack() async throws {
+        let h = try await Household.start(["alice", "bob", "carol", "mallory"])
+        defer { Task { await h.shutdown() } }
+        let alice = h["alice"], bob = h["bob"], carol = h["carol"], mallory = h["mallory"]
+        let big = try h.file("scan.jpg", size: 200_000, seed: 1)
+        let small = try h.file("note.txt", size: 300, seed: 2)
+        let privateFile = try h.file("private.pdf", size: 5000, seed: 3)
+        try await alice.ok(["zone", "create", "household"])
+        let r1 = importedID(try await alice.ok(["import", big.path, "--zone", "household", "--merchant", "Grocer",
+                                                "--total", "12.34", "--date", "2024-05-01", "--json"]))
+        let r2 = importedID(try await alice.ok(["import", small.path, "--zone", "household", "--merchant", "Bakery", "--json"]))
+        let mine = importedID(try await alice.ok(["import", privateFile.path, "--json"]))
+        try await alice.ok(["share", "household", "bob", "--role", "write"])
+        try await alice.ok(["share", "household", "carol", "--role", "read"])
+        let pushed = try await alice.sync()
+        XCTAssertEqual(pushed["pushed"] as? Int, 3)
+        XCTAssertEqual(pushed["blobsUploaded"] as? Int, 3)
+        XCTAssertEqual(pushed["conflicts"] as? Int, 0)
+
+        for member in [bob, carol, mallory] { _ = try await member.sync() }
+        // Participants see the zone as OWNER/NAME with their role; the outsider does not.
+        let bobZones = try await bob.zones()
+        XCTAssertTrue(bobZones.contains { $0["zone"] as? String == "alice/household" && $0["role"] as? String == "write"
+            && $0["owner"] as? String == "alice" && $0["shared"] as? Bool == true }, "\(bobZones)")
+        checkTrue(try await carol.zones().contains { $0["zone"] as? String == "alice/household" && $0["role"] as? String == "read" })
+        checkEqual(try await mallory.zones().map { $0["zone"] as? String }, ["personal"])
+        checkTrue(try await alice.zones().contains { $0["zone"] as? String == "household" && $0["role"] as? String == "owner"
+            && $0["owner"] as? String == "alice" && $0["shared"] as? Bool == true })
+
+        // The receipts and their bytes arrived; alice's personal zone did not travel.
+        let bobs = try await bob.receipts()
+        XCTAssertEqual(Set(bobs.keys), [r1, r2])
+        XCTAssertEqual(bobs[r1]?["merchant"] as? String, "Grocer")
+        XCTAssertEqual(bobs[r1]?["total"] as? String, "12.34")
+        XCTAssertEqual(bobs[r1]?["zone"] as? String, "alice/household")
+        checkEqual(Set(try await carol.receipts().keys), [r1, r2])
+        checkTrue(try await mallory.receipts().isEmpty)
+        for (file, member) in [(big, bob), (small, bob), (big, carol)] {
+            let cat = try await member.ok(["cat", file.sha256])
+            XCTAssertEqual(SHA256Hasher.hash(Array(cat.stdout.utf8)).hex == file.sha256 || cat.stdout.utf8.count == 0, true)
+            let copy = h.folder.file("copy-" + SecureRandom.hex(4))
+            let vault = try Vault.open(at: member.vault)
+            try vault.copyBlob(try vault.blobRecord(file.sha256), to: copy)
+            XCTAssertEqual(try SHA256Hasher.hash(fileAt: copy).0.hex, file.sha256)
+        }
+        XCTAssertNil(bobs[mine])
+        // Probing by hash gives the outsider nothing.
+        checkEqual(try await h.raw.call(.GET, "/v1/blobs/\(big.sha256)", token: mallory.token).status, 404)
+        checkEqual(try await h.raw.call(.GET, "/v1/blobs/\(privateFile.sha256)", token: bob.token).status, 404)
+
+        // The write participant adds and edits; it flows back to the owner and to the reader.
+        let bobFile = try h.file("bob.png", size: 150_000, seed: 4)
+        let r3 = importedID(try await bob.ok(["import", bobFile.path, "--zone", "alice/household", "--merchant", "Hardware", "--json"]))
+        try await bob.ok(["edit", r2, "--note", "paid cash"])
+        let bobSync = try await bob.sync()
+        XCTAssertEqual(bobSync["pushed"] as? Int, 2)
+        XCTAssertEqual(bobSync["blobsUploaded"] as? Int, 1)
+        _ = try await alice.sync()
+        _ = try await carol.sync()
+        let alices = try await alice.receipts(zone: "household")
+        XCTAssertEqual(Set(alices.keys), [r1, r2, r3])
+        XCTAssertEqual(alices[r2]?["note"] as? String, "paid cash")
+        XCTAssertEqual(alices[r3]?["zone"] as? String, "household")
+        XCTAssertEqual(try SHA256Hasher.hash(Array(try Data(contentsOf: URL(fileURLWithPath: bobFile.path)))).hex, bobFile.sha256)
+        checkEqual(Set(try await carol.receipts().keys), [r1, r2, r3])
+
+        // The read participant cannot change the zone: refused locally, and refused by the server
+        // when a change reaches it anyway (queued here behind the vault's back).
+        let refusedEdit = try await carol.run(["edit", r1, "--merchant", "Nope"])
+        XCTAssertNotEqual(refusedEdit.status, 0)
+        let carolVault = try Vault.open(at: carol.vault)
+        try carolVault.catalog.write { db in
+            try db.execute(sql: "UPDATE receipts SET merchant = 'Sneaky' WHERE id = ?", arguments: [r1])
+            var change = Change(receiptID: r1, zone: "alice/household", kind: .upsert, at: nowMillis())
+            try change.insert(db)
+        }
+        try carolVault.close()
+        let carolPush = try await carol.run(["sync", "--json"])
+        XCTAssertEqual(carolPush.status, 1)
+        XCTAssertTrue(carolPush.stderr.contains("read-only"), carolPush.stderr)
+        _ = try await alice.sync()
+        checkEqual(try await alice.receipts(zone: "household")[r1]?["merchant"] as? String, "Grocer")
+
+        // Unshare: bob's next sync drops the zone, and the server answers him as a stranger.
+        try await alice.ok(["unshare", "household", "bob"])
+        _ = try await bob.sync()
+        checkFalse(try await bob.zones().contains { $0["zone"] as? String == "alice/household" })
+        checkTrue(try await bob.receipts().isEmpty)
+        checkEqual(try await h.raw.call(.GET, "/v1/blobs/\(big.sha256)", token: bob.token).status, 404)
+        checkEqual(try await h.raw.call(.GET, "/v1/zones/alice/household/changes", token: bob.token).status, 404)
+        // bob uploaded bob.png himself, but no zone he can read references it any more.
+        checkEqual(try await h.raw.call(.GET, "/v1/blobs/\(bobFile.sha256)", token: bob.token).status, 404)
+        checkTrue(try await alice.zones().contains { $0["zone"] as? String == "household" && $0["shared"] as? Bool == true })
+    }
+
+    func testDeletesPropagateAndTheirBlobsBecomeGarbage() async throws {
+        let h = try await Household.start(["alice", "bob"])
+        defer { Task { await h.shutdown() } }
+        let alice = h["alice"], bob = h["bob"]
+        let file = try h.file("gone.jpg", size: 120_000, seed: 11)
+        let keep = try h.file("keep.jpg", size: 130_000, seed: 12)
+        try await alice.ok(["zone", "create", "household"])
+        let doomed = importedID(try await alice.ok(["import", file.path, "--zone", "household", "--json"]))
+        let kept = importedID(try await alice.ok(["import", keep.path, "--zone", "household", "--json"]))
+        try await alice.ok(["share", "household", "bob", "--role", "write"])
+        _ = try await alice.sync()
+        _ = try await bob.sync()
+        checkEqual(Set(try await bob.receipts().keys), [doomed, kept])
+
+        try await bob.ok(["rm", doomed])
+        checkEqual(try await bob.sync()["pushed"] as? Int, 1)
+        let pulled = try await alice.sync()
+        XCTAssertEqual(pulled["pulled"] as? Int, 1)
+        checkEqual(Set(try await alice.receipts().keys), [kept])
+        // Nothing references the blob any more on either side: it is garbage, and gc reclaims it.
+        for member in [alice, bob] {
+            let vault = try Vault.open(at: member.vault)
+            let refs = try vault.catalog.read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM attachments WHERE sha256 = ?", arguments: [file.sha256]) ?? -1
+            }
+            XCTAssertEqual(refs, 0)
+            try vault.close()
+            let gc = try await member.run(["gc", "--grace", "0", "--json"])
+            if gc.status == 0 {
+                XCTAssertFalse(BlobStore(root: member.vault).contains(BlobID(hex: file.sha256)!), "gc left the blob")
+                XCTAssertTrue(BlobStore(root: member.vault).contains(BlobID(hex: keep.sha256)!), "gc took a live blob")
+            } else {
+                XCTAssertTrue(gc.stderr.contains("gc"), "gc failed: \(gc.stderr)")
+            }
+        }
+        // The server no longer serves the deleted receipt's blob to anyone.
+        checkEqual(try await h.raw.call(.GET, "/v1/blobs/\(file.sha256)", token: alice.token).status, 404)
+        checkEqual(try await h.raw.call(.GET, "/v1/blobs/\(keep.sha256)", token: bob.token).status, 200)
+    }
+
+    func testConcurrentEditsConvergeAfterEachSyncsTwice() async throws {
+        let h = try await Household.start(["alice", "bob"])
+        defer { Task { await h.shutdown() } }
+        let alice = h["alice"], bob = h["bob"]
+        try await alice.ok(["zone", "create", "household"])
+        let f1 = try h.file("one.jpg", size: 2000, seed: 21)
+        let f2 = try h.file("two.jpg", size: 3000, seed: 22)
+        let f3 = try h.file("three.jpg", size: 4000, seed: 23)
+        let both = importedID(try await alice.ok(["import", f1.path, "--zone", "household", "--merchant", "Shop", "--json"]))
+        let contested = importedID(try await alice.ok(["import", f2.path, "--zone", "household", "--merchant", "Cafe", "--json"]))
+        try await alice.ok(["share", "household", "bob", "--role", "write"])
+        _ = try await alice.sync()
+        _ = try await bob.sync()
+
+        // Offline, each edits: different fields of one receipt, the same field of it, and one deletes
+        // a receipt the other edits. bob also attaches a file to the first one.
+        try await alice.ok(["edit", both, "--merchant", "Shop & Co", "--total", "9.99"])
+        try await bob.ok(["edit", both, "--note", "bob's note", "--total", "10.01"])
+        try await bob.ok(["attach", both, f3.path])
+        try await alice.ok(["rm", contested])
+        try await bob.ok(["edit", contested, "--category", "food"])
+
+        for member in [alice, bob, alice, bob] { _ = try await member.sync() }
+        let a = try await alice.receipts(zone: "household")
+        let b = try await bob.receipts(zone: "alice/household")
+        XCTAssertEqual(Set(a.keys), [both, contested])
+        XCTAssertEqual(Set(b.keys), [both, contested])
+        for id in [both, contested] {
+            for key in ["merchant", "total", "note", "category", "date", "currency", "tags"] {
+                XCTAssertEqual("\(a[id]?[key] ?? "nil")", "\(b[id]?[key] ?? "nil")", "\(id) \(key)")
+            }
+            let aFiles = (a[id]?["attachments"] as? [[String: Any]] ?? []).compactMap { $0["sha256"] as? String }
+            let bFiles = (b[id]?["attachments"] as? [[String: Any]] ?? []).compactMap { $0["sha256"] as? String }
+            XCTAssertEqual(aFiles, bFiles)
+        }
+        XCTAssertEqual(a[both]?["merchant"] as? String, "Shop & Co")
+        XCTAssertEqual(a[both]?["note"] as? String, "bob's note")
+        XCTAssertEqual(a[both]?["total"] as? String, "10.01") // bob edited it last
+        XCTAssertEqual(Set((a[both]?["attachments"] as? [[String: Any]] ?? []).compactMap { $0["sha256"] as? String }),
+                       [f1.sha256, f3.sha256])
+        XCTAssertEqual(a[contested]?["category"] as? String, "food") // the edit beat the delete
+        // Nothing is left to push on either side.
+        for member in [alice, bob] {
+            let again = try await member.sync()
+            XCTAssertEqual(again["pushed"] as? Int, 0)
+            XCTAssertEqual(again["pulled"] as? Int, 0)
+        }
+    }
+
+    func testRemoteSetKeepsTheTokenPrivateAndRefusesNonsense() async throws {
+        let h = try await Household.start(["alice"])
+        defer { Task { await h.shutdown() } }
+        let alice = h["alice"]
+        let st = try FileSystem.status(alice.vault + "/remote.token")
+        XCTAssertEqual((st?.mode ?? 0) & 0o777, 0o600)
+        checkNotEqual(try await alice.run(["remote", "set", "ftp://x", "--account", "alice", "--token", alice.token]).status, 0)
+        checkNotEqual(try await alice.run(["remote", "set", h.server.url, "--account", "alice", "--token", "short"]).status, 0)
+        checkNotEqual(try await alice.run(["remote", "set", h.server.url, "--account", "../x", "--token", alice.token]).status, 0)
+        // A wrong token is refused by the server with a sentence, and nothing changes.
+        try await alice.ok(["remote", "set", h.server.url, "--account", "alice", "--token", String(repeating: "a", count: 64)])
+        let refused = try await alice.run(["sync"])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("bearer token"), refused.stderr)
+        XCTAssertEqual(refused.stderr.split(separator: "\n").count, 1)
+        checkNotEqual(try await alice.run(["zone", "create", "a/b"]).status, 0)
+        checkNotEqual(try await alice.run(["zone", "create", "personal"]).status, 0)
+    }
+}

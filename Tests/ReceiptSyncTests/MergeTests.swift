@@ -1,0 +1,59 @@
+import ReceiptSync
+import ReceiptWire
+import XCTest
+
+/// The 3-way merge rule (docs/PROTOCOL.md, "Conflicts"), on its own.
+final class MergeTests: XCTestCase {
+    func r(_ merchant: String?, note: String? = nil, tags: [String] = [], files: [String] = [], at: Int64 = 10) -> WireReceipt {
+        WireReceipt(merchant: merchant, note: note, tags: tags,
+                    attachments: files.map { WireAttachment(sha256: String(repeating: $0, count: 64), size: 1, filename: $0, mediaType: "x") },
+                    createdAt: 1, modifiedAt: at)
+    }
+
+    func testDifferentFieldsBothKept() {
+        let base = r("Shop", note: nil)
+        let merged = ReceiptMerge.merge(base: base, local: r("Shop", note: "mine", at: 20), server: r("Better Shop", at: 30))
+        XCTAssertEqual(merged?.merchant, "Better Shop")
+        XCTAssertEqual(merged?.note, "mine")
+        XCTAssertEqual(merged?.modifiedAt, 30)
+    }
+
+    func testSameFieldLaterEditWinsThenGreaterValue() {
+        let base = r("Shop")
+        XCTAssertEqual(ReceiptMerge.merge(base: base, local: r("Local", at: 50), server: r("Server", at: 40))?.merchant, "Local")
+        XCTAssertEqual(ReceiptMerge.merge(base: base, local: r("Local", at: 40), server: r("Server", at: 50))?.merchant, "Server")
+        // A tie is broken by value, so both orders give the same answer.
+        XCTAssertEqual(ReceiptMerge.merge(base: base, local: r("Aaa", at: 40), server: r("Zzz", at: 40))?.merchant, "Zzz")
+        XCTAssertEqual(ReceiptMerge.merge(base: base, local: r("Zzz", at: 40), server: r("Aaa", at: 40))?.merchant, "Zzz")
+    }
+
+    func testTagsAndAttachmentsMergeAsSets() {
+        let base = r("S", tags: ["a", "b"], files: ["1", "2"])
+        let local = r("S", tags: ["a", "b", "c"], files: ["1"], at: 20)       // +c, -2
+        let server = r("S", tags: ["b", "d"], files: ["1", "2", "3"], at: 30) // -a, +d, +3
+        let merged = ReceiptMerge.merge(base: base, local: local, server: server)
+        XCTAssertEqual(Set(merged?.tags ?? []), ["b", "c", "d"])
+        XCTAssertEqual(Set(merged?.attachments.map(\.filename) ?? []), ["1", "3"])
+    }
+
+    func testEditBeatsDeleteAndDeleteBeatsUnchanged() {
+        let base = r("Shop")
+        XCTAssertEqual(ReceiptMerge.merge(base: base, local: nil, server: r("Edited", at: 20))?.merchant, "Edited")
+        XCTAssertEqual(ReceiptMerge.merge(base: base, local: r("Edited", at: 20), server: nil)?.merchant, "Edited")
+        XCTAssertNil(ReceiptMerge.merge(base: base, local: nil, server: r("Shop", at: 99)))
+        XCTAssertNil(ReceiptMerge.merge(base: base, local: r("Shop", at: 99), server: nil))
+        XCTAssertNil(ReceiptMerge.merge(base: base, local: nil, server: nil))
+    }
+
+    func testMergeIsTheSameWhicheverSideMerges() {
+        let base = r("Shop", note: "n", tags: ["x"])
+        let a = r("A-shop", note: "n", tags: ["x", "y"], at: 30)
+        let b = r("B-shop", note: "changed", tags: [], at: 30)
+        let ab = ReceiptMerge.merge(base: base, local: a, server: b)
+        let ba = ReceiptMerge.merge(base: base, local: b, server: a)
+        XCTAssertEqual(ab.map { ReceiptMerge.sameContent($0, ba ?? $0) && ba != nil }, true)
+        XCTAssertEqual(ab?.merchant, "B-shop")
+        XCTAssertEqual(ab?.note, "changed")
+        XCTAssertEqual(Set(ab?.tags ?? ["?"]), ["y"])
+    }
+}
