@@ -161,7 +161,12 @@ extension ServerContext {
 
 extension Request {
     func decodeJSON<T: Decodable>(_ type: T.Type, context: ServerContext) async throws -> T {
-        let buffer = try await body.collect(upTo: context.maxUploadSize)
+        let buffer: ByteBuffer
+        do {
+            buffer = try await body.collect(upTo: context.maxUploadSize)
+        } catch is NIOTooManyBytesError {
+            throw ServerError(413, "the request body is larger than the limit of \(context.maxUploadSize) bytes")
+        }
         do {
             return try JSONDecoder().decode(type, from: buffer)
         } catch {

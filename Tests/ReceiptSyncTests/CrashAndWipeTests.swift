@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import ReceiptCatalog
 import ReceiptVault
+import ReceiptWire
 import TestSupport
 import XCTest
 #if canImport(Glibc)
@@ -141,7 +142,9 @@ final class CrashAndWipeTests: XCTestCase {
         // --remote deletes the account's own zones on the server too.
         try await alice.ok(["wipe", "--remote", "--yes"])
         checkEqual(try await h.raw.call(.GET, "/v1/zones", token: alice.token).text, #"{"zones":[]}"#)
-        checkEqual(try await h.raw.call(.GET, "/v1/zones", token: bob.token).text, #"{"zones":[]}"#)
+        let bobZones = try JSONDecoder().decode(WireZoneList.self, from: Data(try await h.raw.call(.GET, "/v1/zones", token: bob.token).body))
+        XCTAssertEqual(bobZones.zones.filter { $0.owner == "alice" }, [])
+        checkEqual(try await h.raw.call(.GET, "/v1/zones/alice/household/changes", token: bob.token).status, 404)
         XCTAssertFalse(FileSystem.exists(alice.vault))
     }
 
@@ -172,8 +175,8 @@ final class CrashAndWipeTests: XCTestCase {
             if round == 0 {
                 checkEqual(try await raw.call(.PUT, "/v1/zones/alice/kept", token: token).status, 201)
             } else {
-                checkEqual(try await raw.call(.GET, "/v1/zones", token: token).text,
-                               #"{"zones":[{"name":"kept","owner":"alice","role":"owner","shared":false}]}"#)
+                let zones = try JSONDecoder().decode(WireZoneList.self, from: Data(try await raw.call(.GET, "/v1/zones", token: token).body))
+                XCTAssertEqual(zones.zones, [WireZone(owner: "alice", name: "kept", role: .owner, shared: false)])
             }
             kill(server.processIdentifier, SIGTERM)
             let result = await CLI.wait(server, output: output)
