@@ -46,6 +46,9 @@ public struct ReceiptCommand: AsyncParsableCommand {
         } catch let error as ValidationError {
             exit(withParseError: error)
         } catch {
+            // `receipt help CMD` and `CMD --help` run a help command that throws ArgumentParser's own
+            // help request: print the help (stdout, exit 0), not an error.
+            if exitCode(for: error) == .success { self.exit(withError: error) }
             let failure = Failure.describe(error)
             FileHandle.standardError.write(Data(("receipt: " + failure.message + "\n").utf8))
             Glibc.exit(failure.status)

@@ -41,6 +41,10 @@ struct Failure {
     static let problems: Int32 = 1
 
     static func describe(_ error: Error) -> Failure {
+        // A blob that is missing or does not verify is a problem found (exit 1), not bad input.
+        if let e = error as? BlobError {
+            if case .io = e {} else { return Failure(message: e.description, status: problems) }
+        }
         switch VaultError.wrap(error) {
         case let e as ManifestError:
             // One line per bad row; `main` prefixes the first one.

@@ -246,7 +246,7 @@ extension Vault {
                                 if stored.role == "read" {
                                     bad("zone '\(zoneName)' is shared with this account read-only: its receipts cannot be changed")
                                 }
-                            } else if zoneName.contains("/") {
+                            } else if zoneName.contains("/") || zoneName.hasPrefix("-") {
                                 zoneState[zoneName] = false
                                 bad("no zone '\(zoneName)' in this vault (see `receipt zone list`)")
                             } else {
@@ -394,10 +394,7 @@ extension Vault {
                             written.insert(f.id)
                         }
                         let receipt = plan.receipts[f.receipt]
-                        if !receipt.given, !started.contains(f.receipt), let existing = try String.fetchOne(db, sql: """
-                            SELECT r.id FROM receipts r JOIN attachments a ON a.receiptID = r.id
-                            WHERE r.zone = ? AND a.sha256 = ? AND a.filename = ? LIMIT 1
-                            """, arguments: [receipt.zone, f.id.hex, f.name]) {
+                        if !receipt.given, !started.contains(f.receipt), let existing = try receiptHolding(db, f.id, named: f.name, in: receipt.zone) {
                             // Without an id, a file already filed under this name in the zone is not added again.
                             out.append(ImportedFile(id: existing, path: f.given, sha256: f.id.hex, size: f.size,
                                                     deduplicated: true, existing: true))

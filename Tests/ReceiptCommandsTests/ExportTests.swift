@@ -16,7 +16,7 @@ final class ExportTests: CLITestCase {
         ids.append(try importFile("café.txt", Samples.text, "--merchant", "Café Müller", "--date", "2025-03-04"))
         ids.append(try importFile(".hidden", Samples.png))
         ids.append(try importFile("large.jpg", [0xFF, 0xD8, 0xFF] + TestData.random(400_000, seed: 3),
-                                  "--merchant", "/", "--date", "2024-12-31", "--category", "..", "--total", "-5"))
+                                  "--merchant", "/", "--date", "2024-12-31", "--category", "..", "--total=-5"))
         let extra = try folder.write("in/page2.jpg", Samples.jpeg)
         XCTAssertEqual(try receipt("attach", ids[0], extra).status, 0)
         return ids
@@ -95,7 +95,8 @@ final class ExportTests: CLITestCase {
         XCTAssertEqual(out["zip"] as? Bool, true)
         XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: folder.path)), ["vault", "in", "tax-2025.zip"],
                        "no staging file left beside the zip")
-        let unzipped = folder.file("unzipped")
+        // ZIPFoundation compares standardized paths (the temporary folder's path holds a "//").
+        let unzipped = URL(fileURLWithPath: folder.file("unzipped")).standardizedFileURL.path
         try FileManager.default.unzipItem(at: URL(fileURLWithPath: zip), to: URL(fileURLWithPath: unzipped))
         XCTAssertEqual(files(unzipped).count, 7)
         let other = folder.file("other")
