@@ -136,6 +136,8 @@ class Bench:
         if p.returncode != 0:
             with open(base + ".err", errors="replace") as f:
                 last = ([ln.strip() for ln in f if ln.strip()] or [""])[-1]
+            if tool == "receipt" and re.search(r"unexpected argument|unknown option|unknown (sub)?command", last, re.I):
+                raise NotAvailable("`%s` is not supported yet: %s" % (" ".join(argv[1:4]), last[:200]))
             raise Failed("`%s` exited %d: %s (log %s.err)" % (" ".join(argv[:3]), p.returncode, last[:200], base))
         return seconds, rss
 
@@ -145,7 +147,7 @@ class Bench:
     def need(self, *commands):
         if self.receipt is None:
             raise NotAvailable(self.why_not)
-        missing = [c for c in commands if c not in self.commands]
+        missing = [c for c in commands if self.commands is not None and c not in self.commands]
         if missing:
             raise NotAvailable("receipt has no `%s` command yet" % "`, `".join(missing))
 
@@ -200,14 +202,18 @@ class Bench:
             except Failed as e:
                 self.why_not = "release build failed: %s" % e
                 return
+        if not os.access(self.receipt, os.X_OK):
+            self.receipt, self.why_not = None, "%s is not an executable" % self.receipt
+            return
+        out = os.path.join(self.logs, "receipt-help.txt")
         try:
-            out = os.path.join(self.logs, "receipt-help.txt")
             self.run([self.receipt, "--help"], "receipt", out=out)
             with open(out) as f:
-                text = f.read().split("SUBCOMMANDS:", 1)[-1]
+                text = f.read().split("SUBCOMMANDS:", 1)[1]
             self.commands = set(re.findall(r"^  ([a-z][a-z-]*)(?:\s|$)", text, re.M))
-        except (Failed, OSError) as e:
-            self.receipt, self.why_not = None, "receipt --help failed: %s" % e
+        except (Failed, NotAvailable, IndexError) as e:  # unknown: each step finds out by running
+            self.commands = None
+            self.log("receipt --help did not list subcommands (%s); probing each command" % e)
 
     def warm(self, root):
         for d, _, names in os.walk(root):
