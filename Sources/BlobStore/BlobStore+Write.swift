@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CFileOps
 
 /// A complete, fsynced staging file whose address is known, waiting to be installed or discarded.
 /// The writer holds an exclusive `flock` on it until then, which is how fsck tells a staging file
@@ -140,9 +141,17 @@ extension BlobStore {
             fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
         }
         do {
-            _ = flock(fd.raw, LOCK_EX | LOCK_NB)
+            // Blocking: the file is new and randomly named, so the only other holder can be a
+            // momentary probe (fsck, gc asking whether it is owned). A failed non-blocking attempt
+            // would leave a staging file that looks stale while it is being written.
+            while flock(fd.raw, LOCK_EX) != 0 {
+                if errno == EINTR { continue }
+                throw IOError("locking", path: path, errno: errno)
+            }
             let (id, size, stored, encoding) = try fill(fd)
-            // Not fsynced yet: `install` makes the whole batch durable before any rename.
+            // Not durable yet: `install` flushes the batch before any rename. Starting the writeback
+            // now lets the disk work while the next file is hashed.
+            _ = cfileops_start_writeback(fd.raw)
             return StagedBlob(id: id, size: size, storedSize: stored, encoding: encoding, path: path, descriptor: fd)
         } catch {
             fd.close()
@@ -192,11 +201,16 @@ extension BlobStore {
             }
             let folder = blobsPath + "/" + s.id.fanOut
             do {
-                try FileSystem.rename(s.path, target)
-            } catch let error as IOError where error.isNotFound {
-                try FileSystem.makeDirectories(folder)
-                touched.insert(blobsPath)
-                try FileSystem.rename(s.path, target)
+                do {
+                    try FileSystem.rename(s.path, target)
+                } catch let error as IOError where error.isNotFound {
+                    try FileSystem.makeDirectories(folder)
+                    touched.insert(blobsPath)
+                    try FileSystem.rename(s.path, target)
+                }
+            } catch let error as IOError where error.path == s.path {
+                // Name the blob and where it should go (e.g. something that is not a file is there).
+                throw IOError("installing blob \(s.id) as", path: target, errno: error.errno)
             }
             touched.insert(folder)
             results.append(StoredBlob(id: s.id, size: s.size, storedSize: s.storedSize, encoding: s.encoding,

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <fcntl.h>
 #include <linux/fs.h>
 
 int cfileops_ficlone(int dst_fd, int src_fd) {
@@ -32,4 +33,8 @@ int cfileops_syncfs(int fd) {
     int r;
     do { r = syncfs(fd); } while (r < 0 && errno == EINTR);
     return r;
+}
+
+int cfileops_start_writeback(int fd) {
+    return sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 }

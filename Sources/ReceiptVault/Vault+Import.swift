@@ -108,10 +108,7 @@ extension Vault {
             var out: [ImportedFile] = []
             for (input, blob) in prepared {
                 let known = try recordBlob(db, blob, installed: installed[blob.id], at: now)
-                if let existing = try String.fetchOne(db, sql: """
-                    SELECT r.id FROM receipts r JOIN attachments a ON a.receiptID = r.id
-                    WHERE r.zone = ? AND a.sha256 = ? AND a.filename = ? LIMIT 1
-                    """, arguments: [zone, blob.id.hex, input.name]) {
+                if let existing = try receiptHolding(db, blob.id, named: input.name, in: zone) {
                     out.append(ImportedFile(id: existing, path: input.path, sha256: blob.id.hex, size: blob.size,
                                             deduplicated: true, existing: true))
                     continue
@@ -184,6 +181,15 @@ extension Vault {
         try BlobRecord(sha256: blob.id.hex, size: installed.size, storedSize: installed.storedSize,
                        encoding: installed.encoding.rawValue, inline: nil, createdAt: now).insert(db)
         return installed.deduplicated
+    }
+
+    /// The receipt of `zone` that already holds this content under this file name, if any.
+    func receiptHolding(_ db: Database, _ id: BlobID, named filename: String, in zone: String) throws -> String? {
+        // CROSS JOIN keeps SQLite on the blob index: joining from receipts scans the whole zone per file.
+        try String.fetchOne(db, sql: """
+            SELECT r.id FROM attachments a CROSS JOIN receipts r ON r.id = a.receiptID
+            WHERE a.sha256 = ? AND a.filename = ? AND r.zone = ? LIMIT 1
+            """, arguments: [id.hex, filename, zone])
     }
 
     private func cachedBlob(_ input: InputFile, _ st: FileStatus) throws -> BlobID? {

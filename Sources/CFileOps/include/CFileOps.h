@@ -14,4 +14,8 @@ ssize_t cfileops_copy_file_range(int src_fd, int dst_fd, size_t len);
 int cfileops_fsync(int fd);
 /// syncfs(2): flushes the whole file system holding `fd`, retried on EINTR. Returns 0 or -1 with errno.
 int cfileops_syncfs(int fd);
+
+/// sync_file_range(SYNC_FILE_RANGE_WRITE): starts writeback of the whole file without waiting.
+/// Not a durability barrier (fsync/syncfs is); it lets the disk work while the CPU hashes the next file.
+int cfileops_start_writeback(int fd);
 #endif
