@@ -30,6 +30,7 @@ TOOLS = ("cp", "receipt", "borg", "restic", "git-annex", "cp+sha256sum")
 PACKAGES = {"borg": "borgbackup", "restic": "restic", "git-annex": "git-annex", "git": "git",
             "/usr/bin/time": "time", "sha256sum": "coreutils"}
 MB = 1e6
+RUN_TAG = ".made-by-tools-bench"
 
 
 class Failed(Exception):
@@ -555,7 +556,7 @@ def main():
     t0 = time.time()
     os.makedirs(b.work, exist_ok=True)
     b.install_peers()
-    fresh_dir(b.run_dir, ".made-by-tools-bench")
+    fresh_dir(b.run_dir, RUN_TAG)
     os.makedirs(b.logs)
     os.makedirs(b.env["HOME"], exist_ok=True)
     with open(b.env["RESTIC_PASSWORD_FILE"], "w") as f:
@@ -593,7 +594,7 @@ def main():
         json.dump({"corpus": big, "small": small, "rows": b.rows, "rss": b.rss, "versions": versions}, f, indent=1)
     if not a.keep:
         for name in os.listdir(b.run_dir):
-            if name != "logs":
+            if name not in ("logs", RUN_TAG):
                 rmtree(os.path.join(b.run_dir, name))
     b.log("results in %s" % out)
 
