@@ -119,6 +119,7 @@ final class CrashAndWipeTests: XCTestCase {
         XCTAssertNotEqual(refused.status, 0)
         XCTAssertTrue(FileSystem.exists(bob.vault + "/catalog.sqlite"))
 
+        var interrupted = 0
         for round in 0..<3 {
             if round > 0 {
                 try await bob.ok(["init", "--inline-threshold", "1024"])
@@ -134,10 +135,13 @@ final class CrashAndWipeTests: XCTestCase {
             XCTAssertEqual(wipe.status, 0, wipe.stderr)
             XCTAssertFalse(synced.signaled, "the sync died of a signal")
             XCTAssertTrue(synced.status == 0 || synced.stderr.contains("wiped"), synced.stderr)
+            if synced.status != 0 { interrupted += 1 }
             XCTAssertFalse(FileSystem.exists(bob.vault), "the vault is still there")
             let leftovers = try FileSystem.contents(of: h.folder.path).filter { $0.contains("wiping") }
             XCTAssertEqual(leftovers, [])
         }
+
+        XCTAssertGreaterThan(interrupted, 0, "no wipe caught a sync at work")
 
         // --remote deletes the account's own zones on the server too.
         try await alice.ok(["wipe", "--remote", "--yes"])
