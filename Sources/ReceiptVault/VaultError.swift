@@ -1,4 +1,5 @@
 import BlobStore
+import GRDB
 import ReceiptCatalog
 
 /// An error a user can act on: one sentence naming the file, line, receipt or blob concerned.
@@ -38,6 +39,17 @@ extension VaultError {
             if case .io(let io) = e { return VaultError(.io, io.description) }
             return VaultError(.io, e.description)
         case let e as IOError: return VaultError(.io, e.description)
+        case let e as DatabaseError where e.resultCode == .SQLITE_CORRUPT || e.resultCode == .SQLITE_NOTADB:
+            // A catalog that opened but turns out damaged further in.
+            return VaultError(.unusableVault, "the catalog is damaged (\(e.message ?? "\(e.resultCode)")): "
+                + "run `receipt fsck --repair` to recover the vault")
+        case let e as DatabaseError where e.resultCode == .SQLITE_READONLY:
+            return VaultError(.io, "the catalog cannot be written: the vault is read-only (a read-only file system or "
+                + "missing permissions); nothing was changed")
+        case let e as DatabaseError where e.resultCode == .SQLITE_FULL:
+            return VaultError(.io, "the disk holding the vault is full: the catalog cannot be written; nothing was changed")
+        case let e as DatabaseError where e.resultCode == .SQLITE_IOERR:
+            return VaultError(.io, "an I/O error occurred while using the catalog (\(e.message ?? "disk I/O error")); nothing was changed")
         default: return error
         }
     }
