@@ -152,6 +152,38 @@ final class CrashAndWipeTests: XCTestCase {
         XCTAssertFalse(FileSystem.exists(alice.vault))
     }
 
+    func testFsckRepairFetchesLostBlobsBackFromTheServer() async throws {
+        let h = try await Household.start(["alice", "bob"])
+        defer { Task { await h.shutdown() } }
+        let alice = h["alice"], bob = h["bob"]
+        let lost = try h.file("lost.jpg", size: 90_000, seed: 71)
+        let spoiled = try h.file("spoiled.jpg", size: 80_000, seed: 72)
+        try await alice.ok(["zone", "create", "household"])
+        try await alice.ok(["import", lost.path, spoiled.path, "--zone", "household"])
+        try await alice.ok(["share", "household", "bob", "--role", "read"])
+        _ = try await alice.sync()
+        _ = try await bob.sync()
+        let store = BlobStore(root: bob.vault)
+        try FileSystem.remove(store.path(for: BlobID(hex: lost.sha256)!))
+        let spoiledPath = store.path(for: BlobID(hex: spoiled.sha256)!)
+        let fd = try FileDescriptor.open(spoiledPath, O_WRONLY)
+        try fd.write(Array("garbage".utf8))
+        fd.close()
+        let broken = try await bob.run(["fsck", "--json"])
+        XCTAssertEqual(broken.status, 1, broken.stdout)
+        let repaired = try await bob.run(["fsck", "--repair", "--json"])
+        XCTAssertEqual(repaired.status, 0, repaired.stdout + repaired.stderr)
+        let problems = (repaired.json as? [String: Any])?["problems"] as? [[String: Any]] ?? []
+        XCTAssertEqual(Set(problems.compactMap { $0["sha256"] as? String }), [lost.sha256, spoiled.sha256])
+        XCTAssertTrue(problems.allSatisfy { $0["repaired"] as? Bool == true }, "\(problems)")
+        try await assertClean(bob)
+        let copy = h.folder.file("restored")
+        let vault = try Vault.open(at: bob.vault)
+        try vault.copyBlob(try vault.blobRecord(lost.sha256), to: copy)
+        try vault.close()
+        XCTAssertEqual(try SHA256Hasher.hash(fileAt: copy).0.hex, lost.sha256)
+    }
+
     func testServerProcessStopsCleanlyOnSIGTERMAndRestartsWithItsData() async throws {
         let folder = TemporaryFolder("receipt-server")
         let data = folder.file("data")
