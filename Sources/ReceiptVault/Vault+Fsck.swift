@@ -218,8 +218,12 @@ extension Vault {
         }
         // Repair changes files: it excludes every writer and gc. A check only keeps gc away (so no
         // row or file vanishes under it) and lets imports run; what they add meanwhile is re-checked.
-        let lock: VaultLock
-        do { lock = try VaultLock(vaultPath: path, mode: options.repair ? .exclusive : .shared) } catch {
+        let lock: VaultLock?
+        do {
+            lock = try VaultLock(vaultPath: path, mode: options.repair ? .exclusive : .shared)
+        } catch let error as IOError where error.errno == EROFS && !options.repair {
+            lock = nil  // a read-only file system: nothing can change under the check, no lock needed
+        } catch {
             throw VaultError.wrap(error)
         }
         defer { withExtendedLifetime(lock) {} }

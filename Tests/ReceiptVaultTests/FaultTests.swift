@@ -118,6 +118,8 @@ final class FaultTests: XCTestCase {
         let list = try ReceiptBinary.run(["--vault", vaultPath, "list", "--json"])
         XCTAssertEqual(list.status, 0, list.stderr)
         XCTAssertTrue(list.stdout.contains(kept[0].id))
+        let check = try ReceiptBinary.run(["--vault", vaultPath, "fsck", "--json"])
+        XCTAssertEqual(check.status, 0, check.stderr)
         XCTAssertEqual(Integrity.snapshot(vaultPath), before, "a command changed a read-only vault")
 
         XCTAssertTrue(mount.remount("rw"))
