@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import ReceiptSync
 
 struct SyncCommand: AsyncParsableCommand {
@@ -17,8 +18,10 @@ struct SyncCommand: AsyncParsableCommand {
         }
         let terminal = Output.stderrIsTerminal
         let engine = SyncEngine(vault: vault, remote: remote) { message in
-            if terminal { Output.note("sync: " + message) }
+            // One line, rewritten in place.
+            if terminal { FileHandle.standardError.write(Data(("\r\u{1B}[Ksync: " + message).utf8)) }
         }
+        defer { if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) } }
         let report: SyncReport
         do {
             report = try await engine.run(zone: zone)

@@ -24,7 +24,12 @@ public struct WipeReport: Codable, Sendable, Equatable {
 ///    crash during the deletion leaves no half-vault at the path, only the aside folder, which the
 ///    next wipe of the same path finishes removing.
 public enum Wipe {
-    public static func run(vaultPath: String, remote: Bool) async throws -> WipeReport {
+    public static func run(vaultPath given: String, remote: Bool) async throws -> WipeReport {
+        var vaultPath = given
+        while vaultPath.count > 1 && vaultPath.hasSuffix("/") { vaultPath.removeLast() }
+        guard vaultPath != "/" && vaultPath != "." && vaultPath != ".." && !vaultPath.hasSuffix("/..") && !vaultPath.hasSuffix("/.") else {
+            throw SyncError("refusing to wipe \(given): give the vault's own folder")
+        }
         let catalogPath = FileSystem.join(vaultPath, Catalog.fileName)
         let parent = FileSystem.parentPath(vaultPath)
         let base = vaultPath.split(separator: "/").last.map(String.init) ?? "vault"
