@@ -73,12 +73,11 @@ class Measure:
     """Collects the timed commands of one (step, tool) cell."""
 
     def __init__(self, bench, tool):
-        self.bench, self.tool, self.seconds, self.rss, self.note = bench, tool, 0.0, 0, ""
+        self.bench, self.tool, self.seconds, self.cpu, self.rss, self.note = bench, tool, 0.0, 0.0, 0, ""
 
     def time(self, argv, **kw):
-        seconds, rss = self.bench.run(argv, self.tool, **kw)
-        self.seconds += seconds
-        self.rss = max(self.rss, rss)
+        seconds, rss, cpu = self.bench.run(argv, self.tool, **kw)
+        self.seconds, self.cpu, self.rss = self.seconds + seconds, self.cpu + cpu, max(self.rss, rss)
 
     def setup(self, argv, **kw):
         return self.bench.run(argv, self.tool, **kw)
@@ -110,7 +109,7 @@ class Bench:
 
     # -------------------------------------------------------------- running commands
     def run(self, argv, tool, cwd=None, stdin=None, out=None, timeout=None):
-        """Runs argv under /usr/bin/time -v; returns (seconds, peak RSS bytes) or raises Failed."""
+        """Runs argv under /usr/bin/time -v; returns (seconds, peak RSS bytes, CPU seconds) or raises."""
         self.count += 1
         base = os.path.join(self.logs, "%03d-%s-%s" % (self.count, tool, os.path.basename(argv[0])))
         with open(base + ".cmd", "w") as f:
@@ -128,11 +127,12 @@ class Bench:
                 raise Failed("%s timed out after %d s" % (" ".join(argv[:3]), timeout or self.a.timeout))
             seconds = time.monotonic() - t0
         with open(base + ".time") as f:
-            m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", f.read())
-        rss = int(m.group(1)) * 1024 if m else 0
+            report = f.read()
+        rss = sum(int(x) for x in re.findall(r"Maximum resident set size \(kbytes\): (\d+)", report)) * 1024
+        cpu = sum(float(x) for x in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", report))
         if tool == "receipt":
             words = [w for w in argv[1:] if not w.startswith("-") and "/" not in w]
-            key = " ".join(words[:2] if words[:1] == ["server"] else words[:1])
+            key = " ".join(words[:2] if words[:1] == ["server"] else words[:1]) or "--help"
             self.rss[key] = max(self.rss.get(key, 0), rss)
         if p.returncode != 0:
             with open(base + ".err", errors="replace") as f:
@@ -140,7 +140,7 @@ class Bench:
             if tool == "receipt" and re.search(r"unexpected argument|unknown option|unknown (sub)?command", last, re.I):
                 raise NotAvailable("`%s` is not supported yet: %s" % (" ".join(argv[1:4]), last[:200]))
             raise Failed("`%s` exited %d: %s (log %s.err)" % (" ".join(argv[:3]), p.returncode, last[:200], base))
-        return seconds, rss
+        return seconds, rss, cpu
 
     def rc(self, vault, *args):
         return [self.receipt] + (["--vault", vault] if vault else []) + list(args)
@@ -157,12 +157,12 @@ class Bench:
             return None
         subprocess.run(["sync"])
         m = Measure(self, tool)
-        row = {"step": step, "tool": tool, "seconds": None, "rss": None, "disk": None, "note": ""}
+        row = {"step": step, "tool": tool, "seconds": None, "cpu": None, "rss": None, "disk": None, "note": ""}
         try:
             body(m)
             if tool != "receipt":
                 m.time(["sync"])
-            row.update(seconds=m.seconds, rss=m.rss, note=m.note, disk=du(disk) if disk else None)
+            row.update(seconds=m.seconds, cpu=m.cpu, rss=m.rss, note=m.note, disk=du(disk) if disk else None)
         except NotAvailable as e:
             row["note"] = "n/a: %s" % e
         except (Failed, OSError, ValueError, KeyError) as e:
@@ -227,12 +227,19 @@ class Bench:
         out = {}
         for tool, cmd in (("borg", ["borg", "--version"]), ("restic", ["restic", "version"]),
                           ("git-annex", ["git", "annex", "version", "--raw"]),
-                          ("receipt", ["git", "-C", REPO, "log", "-1", "--format=%h %cd", "--date=iso"])):
+                          ("receipt", ["git", "-C", REPO, "log", "-1", "--format=commit %h (%cd)", "--date=iso"]),
+                          ("dirty", ["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no", "--",
+                                     "Sources", "Package.swift"])):
             try:
                 out[tool] = subprocess.run(cmd, capture_output=True, text=True, env=self.env,
                                            timeout=30).stdout.strip().splitlines()[0]
             except (OSError, IndexError, subprocess.SubprocessError):
                 out[tool] = "?"
+        if self.a.receipt:
+            out["receipt"] = "binary %s" % self.receipt
+        elif out.pop("dirty") != "?":
+            out["receipt"] += " plus uncommitted changes"
+        out.pop("dirty", None)
         return out
 
     # -------------------------------------------------------------- the steps
@@ -390,12 +397,9 @@ class Bench:
 
         def lst(m):
             self.need("list")
-            best = None
-            for _ in range(3):
-                seconds, rss = m.setup(self.rc(vault, "list", "--from", "2021-01-01", "--to", "2021-03-31"),
-                                       out=self.path("list.txt"))
-                best, m.rss = min(best or seconds, seconds), max(m.rss, rss)
-            m.seconds = best
+            runs = [m.setup(self.rc(vault, "list", "--from", "2021-01-01", "--to", "2021-03-31"),
+                            out=self.path("list.txt")) for _ in range(3)]
+            m.seconds, m.rss, m.cpu = min(runs)
             with open(self.path("list.txt"), "rb") as f:
                 m.note = "best of 3; %d output lines" % f.read().count(b"\n")
 
@@ -448,7 +452,8 @@ class Bench:
             done = {r["step"] for r in self.rows}
             for s in steps:
                 if s not in done:
-                    self.rows.append({"step": s, "tool": "receipt", "seconds": None, "rss": None, "disk": None,
+                    self.rows.append({"step": s, "tool": "receipt", "seconds": None, "cpu": None, "rss": None,
+                                      "disk": None,
                                       "note": ("n/a: %s" if isinstance(e, NotAvailable) else "FAILED: %s") % e})
         finally:
             if server:
@@ -473,17 +478,18 @@ class Bench:
         return None
 
     def table(self):
-        out = ["| step | tool | seconds | × best peer | peak RSS MB | on disk MB | notes |",
-               "|---|---|---:|---:|---:|---:|---|"]
+        out = ["| step | tool | seconds | × best peer | CPU s | peak RSS MB | on disk MB | notes |",
+               "|---|---|---:|---:|---:|---:|---:|---|"]
         for step in dict.fromkeys(r["step"] for r in self.rows):
             rows = [r for r in self.rows if r["step"] == step]
             peers = [r["seconds"] for r in rows if r["tool"] != "receipt" and r["seconds"] is not None]
             best = min(peers) if peers else None
             for r in rows:
                 s = r["seconds"]
-                out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
                     step, r["tool"], "%.2f" % s if s is not None else "–",
                     "%.2f" % (s / best) if s is not None and best else "–",
+                    "%.1f" % r["cpu"] if r["cpu"] is not None else "–",
                     "%.0f" % (r["rss"] / MB) if r["rss"] else "–",
                     "%.0f" % (r["disk"] / MB) if r["disk"] else "–", r["note"].replace("|", "/")))
         return out
@@ -585,7 +591,9 @@ def main():
                                   big["bytes"] / MB, big["unique_bytes"] / MB, big["seed"],
                                   " (--quick)" if a.quick else "", time.time() - t0),
             "Versions: " + "; ".join("%s %s" % kv for kv in versions.items()), ""]
-    text = "\n".join(head + b.table() + ["", "Targets (issue 6):", ""] + b.targets(big, small)) + "\n"
+    rss = ["", "receipt peak RSS by command (MB): " + ", ".join(
+        "%s %.0f" % (k, v / MB) for k, v in sorted(b.rss.items(), key=lambda kv: -kv[1]))] if b.rss else []
+    text = "\n".join(head + b.table() + rss + ["", "Targets (issue 6):", ""] + b.targets(big, small)) + "\n"
     print(text)
     out = a.out or os.path.join(b.work, "results.md")
     with open(out, "w") as f:
