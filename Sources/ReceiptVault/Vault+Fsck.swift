@@ -275,14 +275,16 @@ extension Vault {
     }
 
     /// Verifies `items` on `workers` tasks at once (different files on different cores).
-    static func verifyAll(_ items: [VerifyItem], store: BlobStore, quick: Bool, workers: Int,
-                          sink: FsckSink) async -> [VerifyOutcome] {
-        await verifyAllCounting(items, store: store, quick: quick, workers: workers, sink: sink).outcomes
+    /// `onOutcome` hears of each file as soon as it is verified (from the worker that did it).
+    static func verifyAll(_ items: [VerifyItem], store: BlobStore, quick: Bool, workers: Int, sink: FsckSink,
+                          onOutcome: @escaping @Sendable (VerifyItem, VerifyOutcome) -> Void = { _, _ in }) async -> [VerifyOutcome] {
+        await verifyAllCounting(items, store: store, quick: quick, workers: workers, sink: sink, onOutcome: onOutcome).outcomes
     }
 
     /// `verifyAll`, also saying how many files were being verified at the same moment at most.
-    static func verifyAllCounting(_ items: [VerifyItem], store: BlobStore, quick: Bool, workers: Int,
-                                  sink: FsckSink) async -> (outcomes: [VerifyOutcome], peak: Int) {
+    static func verifyAllCounting(_ items: [VerifyItem], store: BlobStore, quick: Bool, workers: Int, sink: FsckSink,
+                                  onOutcome: @escaping @Sendable (VerifyItem, VerifyOutcome) -> Void = { _, _ in })
+        async -> (outcomes: [VerifyOutcome], peak: Int) {
         let counter = WorkCounter(items.count)
         let table = OutcomeTable(items.count)
         sink.plan(blobs: items.count, bytes: items.reduce(0) { $0 + $1.storedSize })
@@ -292,6 +294,7 @@ extension Vault {
                     while let i = counter.take() {
                         let outcome = verify(items[i], store: store, quick: quick)
                         table.set(i, outcome)
+                        onOutcome(items[i], outcome)
                         var hashed: Int64 = 0
                         if case .good(_, _, _, let n) = outcome { hashed = n }
                         if case .misrecorded(_, let n, _, _) = outcome { hashed = n }
@@ -499,9 +502,14 @@ extension Vault {
             items.append(VerifyItem(id: id, path: file.path, recorded: nil, size: file.storedSize, storedSize: file.storedSize))
         }
         items.sort { $0.storedSize > $1.storedSize }  // largest first: the workers finish together
-        // A repair of a problem that is also emitted right away would be reported twice: with
-        // `repair`, emit only once the repair was tried.
-        let outcomes = await Self.verifyAll(items, store: blobs, quick: options.quick, workers: options.workers, sink: sink)
+        // Without --repair, a row's problem is reported the moment its file is verified; with it,
+        // once its repair was tried.
+        let refsByBlob = snap.refs
+        let outcomes = await Self.verifyAll(items, store: blobs, quick: options.quick, workers: options.workers, sink: sink) { item, outcome in
+            guard !repair, item.recorded != nil,
+                  let problem = Self.rowProblem(item, outcome, refs: refsByBlob[item.id.hex] ?? []) else { return }
+            sink.emit(problem)
+        }
 
         var orphans: [(VerifyItem, VerifyOutcome)] = []
         for (item, outcome) in zip(items, outcomes) {
@@ -510,52 +518,31 @@ extension Vault {
                 orphans.append((item, outcome))
                 continue
             }
+            guard repair, var problem = Self.rowProblem(item, outcome, refs: refs) else { continue }
             switch outcome {
             case .good, .unhashed:
-                break
-            case .misrecorded(let encoding, let size, let storedSize, let detail):
-                var problem = FsckProblem(.catalog, sha256: item.id.hex, receipts: refs, path: item.path,
-                                          detail: "blob \(item.id): \(detail)")
-                if repair {
+                continue
+            case .misrecorded(let encoding, let size, let storedSize, _):
+                try catalog.write { db in
+                    try db.execute(sql: "UPDATE blobs SET encoding = ?, size = ?, storedSize = ? WHERE sha256 = ?",
+                                   arguments: [encoding.rawValue, size, storedSize, item.id.hex])
+                }
+                problem.repaired = true
+                problem.detail += "; the catalog now records the file as it is"
+            case .missing where refs.isEmpty:
+                if !FileSystem.exists(item.path) {
                     try catalog.write { db in
-                        try db.execute(sql: "UPDATE blobs SET encoding = ?, size = ?, storedSize = ? WHERE sha256 = ?",
-                                       arguments: [encoding.rawValue, size, storedSize, item.id.hex])
+                        try db.execute(sql: """
+                            DELETE FROM blobs WHERE sha256 = ? AND NOT EXISTS (SELECT 1 FROM attachments WHERE sha256 = ?)
+                            """, arguments: [item.id.hex, item.id.hex])
                     }
                     problem.repaired = true
-                    problem.detail += "; the catalog now records the file as it is"
+                    problem.detail += "; its row was removed"
                 }
-                sink.emit(problem)
-            case .missing(let detail):
-                if refs.isEmpty {
-                    // A row for bytes that are gone, that nothing refers to: dropping it loses nothing.
-                    var problem = FsckProblem(.orphanBlob, sha256: item.id.hex, path: item.path,
-                                              detail: "the catalog records blob \(item.id), which no receipt refers to and whose file is gone (\(detail))")
-                    if repair, !FileSystem.exists(item.path) {
-                        try catalog.write { db in
-                            try db.execute(sql: """
-                                DELETE FROM blobs WHERE sha256 = ? AND NOT EXISTS (SELECT 1 FROM attachments WHERE sha256 = ?)
-                                """, arguments: [item.id.hex, item.id.hex])
-                        }
-                        problem.repaired = true
-                        problem.detail += "; its row was removed"
-                    }
-                    sink.emit(problem)
-                } else {
-                    var problem = FsckProblem(.missingBlob, sha256: item.id.hex, receipts: refs, path: item.path,
-                                              detail: "blob \(item.id) of \(refs.count) receipt(s) is missing: \(detail)")
-                    if repair {
-                        try await refetchInto(&problem, item.id, options, movingAside: item.path)
-                    }
-                    sink.emit(problem)
-                }
-            case .corrupt(let detail):
-                var problem = FsckProblem(.corruptBlob, sha256: item.id.hex, receipts: refs, path: item.path,
-                                          detail: "blob \(item.id) is corrupt: \(detail)")
-                if repair {
-                    try await refetchInto(&problem, item.id, options, movingAside: item.path)
-                }
-                sink.emit(problem)
+            case .missing, .corrupt:
+                try await refetchInto(&problem, item.id, options, movingAside: item.path)
             }
+            sink.emit(problem)
         }
 
         // Attachments whose blob row is absent.
@@ -627,6 +614,26 @@ extension Vault {
             sink.emit(problem)
         }
         try Self.reportInterim(blobs, repair: repair, sink: sink)
+    }
+
+    /// The problem a verified row shows, before any repair; nil when it is fine.
+    static func rowProblem(_ item: VerifyItem, _ outcome: VerifyOutcome, refs: [String]) -> FsckProblem? {
+        switch outcome {
+        case .good, .unhashed:
+            return nil
+        case .misrecorded(_, _, _, let detail):
+            return FsckProblem(.catalog, sha256: item.id.hex, receipts: refs, path: item.path, detail: "blob \(item.id): \(detail)")
+        case .missing(let detail) where refs.isEmpty:
+            // A row for bytes that are gone, that nothing refers to: dropping it loses nothing.
+            return FsckProblem(.orphanBlob, sha256: item.id.hex, path: item.path,
+                               detail: "the catalog records blob \(item.id), which no receipt refers to and whose file is gone (\(detail))")
+        case .missing(let detail):
+            return FsckProblem(.missingBlob, sha256: item.id.hex, receipts: refs, path: item.path,
+                               detail: "blob \(item.id) of \(refs.count) receipt(s) is missing: \(detail)")
+        case .corrupt(let detail):
+            return FsckProblem(.corruptBlob, sha256: item.id.hex, receipts: refs, path: item.path,
+                               detail: "blob \(item.id) is corrupt: \(detail)")
+        }
     }
 
     /// Foreign keys other than attachment → blob (which are missing blobs).

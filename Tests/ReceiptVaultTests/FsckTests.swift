@@ -70,6 +70,28 @@ final class FsckTests: XCTestCase {
         XCTAssertTrue(text.stdout.contains(corrupt.id), text.stdout)
     }
 
+    func testProblemsStreamAsTheyAreFoundAndCheckingGoesOn() async throws {
+        let dir = TemporaryFolder()
+        let (vault, report) = try Integrity.vault(in: dir, external: 6)
+        // The largest blob is verified first; a second corrupt one is among the last.
+        let bySize = report.imported.sorted { $0.size > $1.size }
+        try Self.flipByte(Integrity.blobPath(vault.path, bySize[0].sha256), at: 1)
+        try Self.flipByte(Integrity.blobPath(vault.path, bySize[5].sha256), at: 1)
+        final class Seen: @unchecked Sendable {
+            let lock = NSLock()
+            var done = 0
+            var doneAtProblem: [Int] = []
+        }
+        let seen = Seen()
+        let result = try await Vault.fsck(at: vault.path, options: FsckOptions(workers: 2),
+            onProblem: { _ in seen.lock.withLock { seen.doneAtProblem.append(seen.done) } },
+            progress: { p in seen.lock.withLock { seen.done = p.blobsDone } })
+        XCTAssertEqual(Set(result.problems.compactMap(\.sha256)), [bySize[0].sha256, bySize[5].sha256])
+        XCTAssertEqual(result.checkedBlobs, 6, "checking went on after the first problem")
+        XCTAssertEqual(seen.doneAtProblem.count, 2)
+        XCTAssertLessThan(seen.doneAtProblem.first ?? 6, 6, "the first problem was held back until the end")
+    }
+
     func testQuickChecksPresenceAndSizesAndFullRehashesThroughDecompression() async throws {
         let dir = TemporaryFolder()
         let (vault, _) = try Integrity.vault(in: dir, external: 0)
