@@ -48,14 +48,24 @@ extension BlobStore {
                       expected: BlobID? = nil, seekable: Bool = true) throws -> StagedBlob {
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: BlobStore.chunkSize, alignment: 16)
         defer { chunk.deallocate() }
-        let first = try source.readFully(into: chunk)
-        let firstBytes = UnsafeRawBufferPointer(rebasing: chunk[..<first])
+        var first = try source.readFully(into: chunk)
 
         var encoding: BlobEncoding
         switch mode {
         case .none: encoding = .identity
         case .xz: encoding = .xz
-        case .auto: encoding = CompressionAdvisor.worthCompressing(firstBytes) ? .xz : .identity
+        case .auto:
+            encoding = .identity
+            let head = UnsafeRawBufferPointer(rebasing: chunk[..<first])
+            if !seekable {
+                if CompressionAdvisor.worthCompressing(head) { encoding = .xz }
+            } else if first >= 512 && !CompressionAdvisor.isCompressedFormat(head) {
+                // Estimate the whole file (page-cache speed), then start over from its beginning.
+                let ratio = try CompressionAdvisor.estimatedRatio(of: source, headCount: first, in: chunk)
+                if ratio <= CompressionAdvisor.autoMaximumRatio { encoding = .xz }
+                try source.seek(to: 0)
+                first = try source.readFully(into: chunk)
+            }
         }
         let staged = try stageStream(source, chunk: chunk, firstCount: first, encoding: encoding,
                                      preset: mode == .auto ? BlobStore.autoPreset : BlobStore.xzPreset)
