@@ -1,5 +1,7 @@
+import AsyncHTTPClient
 import BlobStore
 import Foundation
+import NIOCore
 import GRDB
 import ReceiptCatalog
 import ReceiptVault
@@ -214,7 +216,23 @@ final class CrashAndWipeTests: XCTestCase {
                 let zones = try JSONDecoder().decode(WireZoneList.self, from: Data(try await raw.call(.GET, "/v1/zones", token: token).body))
                 XCTAssertEqual(zones.zones, [WireZone(owner: "alice", name: "kept", role: .owner, shared: false)])
             }
-            kill(server.processIdentifier, SIGTERM)
+            // An upload in flight when SIGTERM arrives still completes: stop accepting, finish, exit 0.
+            let bytes = TestData.random(24 << 20, seed: UInt64(40 + round))
+            let address = SHA256Hasher.hash(bytes).hex
+            let (stream, source) = AsyncStream.makeStream(of: ByteBuffer.self)
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/blobs/\(address)")
+            request.method = .PUT
+            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+            request.body = .stream(stream, length: .known(Int64(bytes.count)))
+            let upload = Task { try await HTTPClient.shared.execute(request, timeout: .seconds(60)).status.code }
+            for (i, piece) in stride(from: 0, to: bytes.count, by: 1 << 20).enumerated() {
+                source.yield(ByteBuffer(bytes: bytes[piece..<min(piece + (1 << 20), bytes.count)]))
+                if i == 4 { kill(server.processIdentifier, SIGTERM) }
+                try await Task.sleep(nanoseconds: 15_000_000)
+            }
+            source.finish()
+            checkEqual(try await upload.value, 204)
+            XCTAssertTrue(BlobStore(root: data).contains(BlobID(hex: address)!))
             let result = await CLI.wait(server, output: output)
             XCTAssertFalse(result.signaled)
             XCTAssertEqual(result.status, 0, result.stderr)
