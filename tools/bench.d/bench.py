@@ -108,7 +108,7 @@ class Bench:
         print(time.strftime("[%H:%M:%S] ") + msg, file=sys.stderr, flush=True)
 
     # -------------------------------------------------------------- running commands
-    def run(self, argv, tool, cwd=None, stdin=None, out=None, timeout=None):
+    def run(self, argv, tool, cwd=None, stdin=None, out=None, timeout=None, env=None):
         """Runs argv under /usr/bin/time -v; returns (seconds, peak RSS bytes, CPU seconds) or raises."""
         self.count += 1
         base = os.path.join(self.logs, "%03d-%s-%s" % (self.count, tool, os.path.basename(argv[0])))
@@ -116,7 +116,7 @@ class Bench:
             f.write(" ".join(argv) + "\n")
         with open(out or base + ".out", "wb") as fo, open(base + ".err", "wb") as fe:
             t0 = time.monotonic()
-            p = subprocess.Popen(["/usr/bin/time", "-v", "-o", base + ".time"] + argv, cwd=cwd, env=self.env,
+            p = subprocess.Popen(["/usr/bin/time", "-v", "-o", base + ".time"] + argv, cwd=cwd, env=env or self.env,
                                  stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
                                  stdout=fo, stderr=fe, start_new_session=True)
             try:
@@ -205,10 +205,11 @@ class Bench:
             self.log("building receipt (release, scratch .build-release)")
             try:
                 self.run(["nice", "swift", "build", "-c", "release", "--product", "receipt",
-                          "--scratch-path", ".build-release"], "build", cwd=REPO, timeout=3600)
+                          "--scratch-path", ".build-release"], "build", cwd=REPO, timeout=3600,
+                         env=os.environ)  # the user's own SwiftPM caches and mirrors
                 self.receipt = os.path.join(REPO, ".build-release", "release", "receipt")
             except Failed as e:
-                self.why_not = "release build failed: %s" % e
+                self.why_not = "release build failed (%s)" % str(e).rsplit("(", 1)[-1].rstrip(")")
                 return
         if not os.access(self.receipt, os.X_OK):
             self.receipt, self.why_not = None, "%s is not an executable" % self.receipt
