@@ -30,9 +30,23 @@ public final class Vault: Sendable {
             let catalog = try Catalog.open(at: FileSystem.join(path, Catalog.fileName))
             let settings = try catalog.read { try VaultSettings.load($0) }
             return Vault(path: path, catalog: catalog, settings: settings)
+        } catch let error as CatalogError where error.code == .absent && hasBlobFiles(path) {
+            throw lostCatalog(path)
         } catch {
             throw VaultError.wrap(error)
         }
+    }
+
+    /// True when `PATH/blobs/` holds anything: a vault whose catalog is gone, not an empty folder.
+    static func hasBlobFiles(_ path: String) -> Bool {
+        !((try? FileSystem.contents(of: BlobStore(root: path).blobsPath)) ?? []).isEmpty
+    }
+
+    /// A vault with blobs but no catalog: only `fsck --repair` may give it a catalog again (a fresh
+    /// one from `init` would describe none of its blobs).
+    static func lostCatalog(_ path: String) -> VaultError {
+        VaultError(.unusableVault, "the vault at \(path) holds blobs but has no catalog: run `receipt fsck --repair` "
+            + "to rebuild it from the blobs; nothing was changed")
     }
 
     /// Creates a vault at `path`. On an existing vault changes nothing and returns `created == false`.
@@ -40,6 +54,7 @@ public final class Vault: Sendable {
                               compression: CompressionMode = .auto) throws -> (vault: Vault, created: Bool) {
         let catalogPath = FileSystem.join(path, Catalog.fileName)
         if FileSystem.exists(catalogPath) { return (try open(at: path), false) }
+        if hasBlobFiles(path) { throw lostCatalog(path) }
         guard inlineThreshold >= 0 else { throw VaultError.bad("invalid inline threshold \(inlineThreshold): must be 0 or more bytes") }
         do {
             if let st = try FileSystem.status(path, followLinks: true), !st.isDirectory {

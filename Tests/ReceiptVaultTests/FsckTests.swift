@@ -320,6 +320,32 @@ final class FsckTests: XCTestCase {
         XCTAssertEqual(clean.problems, [])
     }
 
+    /// The Core Data lesson: a store whose database is gone must not get a fresh, empty one that
+    /// makes every blob garbage. `init` refuses, every command points at `fsck --repair`, which keeps
+    /// every blob file.
+    func testLostCatalogIsNeverReplacedByInitAndRepairKeepsEveryBlobFile() async throws {
+        let dir = TemporaryFolder()
+        let (vault, report) = try Integrity.vault(in: dir, external: 3)
+        try vault.close()
+        let path = dir.file("vault")
+        for suffix in ["", "-wal", "-shm"] { try FileSystem.remove(path + "/catalog.sqlite" + suffix) }
+        for args in [["init"], ["list"], ["gc", "--grace", "0"], ["import", dir.file("in/ext0.bin")]] {
+            let r = try ReceiptBinary.run(["--vault", path] + args)
+            XCTAssertEqual(r.status, 2, "\(args): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("receipt fsck --repair"), "\(args): \(r.stderr)")
+        }
+        XCTAssertFalse(FileSystem.exists(path + "/catalog.sqlite"), "init made a catalog that knows none of the blobs")
+        let check = try await Integrity.fsck(path)
+        XCTAssertEqual(check.problems.first?.kind, .catalog)
+        let repaired = try await Integrity.fsck(path, repair: true)
+        XCTAssertTrue(repaired.ok, "\(repaired.problems)")
+        let reopened = try Vault.open(at: path)
+        defer { try? reopened.close() }
+        XCTAssertEqual(Set(try reopened.list(ListFilter(zone: Zone.recovered)).flatMap(\.attachments).map(\.sha256)),
+                       Set(report.imported.map(\.sha256)))
+        XCTAssertEqual(try reopened.collectGarbage(graceSeconds: 0).removedBlobs, 0)
+    }
+
     func testDamagedButReadableCatalogIsSalvagedWithEveryReceiptAndInlineBlob() async throws {
         let dir = TemporaryFolder()
         let (vault, report) = try Integrity.vault(in: dir, external: 2, inline: 3)
