@@ -160,7 +160,10 @@ public final class SyncEngine {
             progress("pushing \(outgoing.count) change(s)")
             try await uploadBlobs(for: outgoing)
             var conflicts: [(ZoneRef, WireRecord)] = []
-            let grouped = Dictionary(grouping: outgoing, by: { $0.zone.local })
+            // Deletes of moved receipts from the zones they left go first.
+            let moves = Dictionary(grouping: outgoing.filter { $0.seq < 0 }, by: { $0.zone.local })
+            let regular = Dictionary(grouping: outgoing.filter { $0.seq >= 0 }, by: { $0.zone.local })
+            for grouped in [moves, regular] {
             for name in grouped.keys.sorted() {
                 guard let items = grouped[name], let zone = items.first?.zone else { continue }
                 var rest = items[...]
@@ -178,6 +181,7 @@ public final class SyncEngine {
                     }
                     conflicts += try recordResults(results, batch, refused: &refused)
                 }
+            }
             }
             if conflicts.isEmpty { return }
             try await resolve(conflicts)
@@ -204,6 +208,11 @@ public final class SyncEngine {
                     continue
                 }
                 let baseTag = state?.zone == zoneName ? state?.changeTag : nil
+                if let state, state.zone != zoneName, state.base != nil, let old = zones[state.zone] {
+                    // The receipt moved zones: delete it from the zone it left first (seq -1: a move's
+                    // delete, which leaves the outbox and the sync state to the push into the new zone).
+                    out.append(Outgoing(zone: old, seq: -1, record: WirePushRecord(id: id, baseTag: state.changeTag, receipt: nil)))
+                }
                 out.append(Outgoing(zone: zone, seq: change.seq,
                                     record: WirePushRecord(id: id, baseTag: baseTag, receipt: current?.receipt)))
             }
@@ -238,6 +247,12 @@ public final class SyncEngine {
         try vault.catalog.write { db in
             for result in results {
                 guard let item = byID[result.id] else { continue }
+                if item.seq < 0 {
+                    // A moved receipt's delete from its former zone: a conflict means someone edited it
+                    // there meanwhile; that version stays in the former zone.
+                    if result.status == .rejected { rejected.append(result.error ?? "receipt \(result.id) was refused by the server") }
+                    continue
+                }
                 switch result.status {
                 case .saved:
                     guard let tag = result.changeTag else { continue }
@@ -330,7 +345,13 @@ public final class SyncEngine {
         }
         let current = try LocalStore.content(db, record.id)
         if let current, current.zone != zone.local {
-            report.errors.append("receipt \(record.id) from zone \(zone.local) was skipped: this vault holds it in zone \(current.zone)")
+            // The receipt moved between zones: the former zone's tombstone says nothing about it,
+            // the new zone's version is where it lives now.
+            guard let receipt = record.receipt else { return }
+            try LocalStore.apply(db, id: record.id, zone: zone.local, content: receipt)
+            try LocalStore.setState(db, record.id, zone: zone.local, tag: record.changeTag, base: receipt)
+            try db.execute(sql: "DELETE FROM changes WHERE receiptID = ?", arguments: [record.id])
+            report.pulled += 1
             return
         }
         if try LocalStore.hasPending(db, record.id) {

@@ -201,6 +201,45 @@ final class HouseholdSyncTests: XCTestCase {
         }
     }
 
+    func testAReceiptMovedBetweenZonesMovesForEveryMember() async throws {
+        let h = try await Household.start(["alice", "bob"])
+        defer { Task { await h.shutdown() } }
+        let alice = h["alice"], bob = h["bob"]
+        let file = try h.file("move/scan.jpg", size: 5000, seed: 81)
+        for zone in ["household", "taxes"] {
+            try await alice.ok(["zone", "create", zone])
+            try await alice.ok(["share", zone, "bob", "--role", "write"])
+        }
+        let id = importedID(try await alice.ok(["import", file.path, "--zone", "household", "--merchant", "Shop", "--json"]))
+        _ = try await alice.sync()
+        _ = try await bob.sync()
+        checkEqual(try await bob.receipts()[id]?["zone"] as? String, "alice/household")
+        // No command moves a receipt yet; the catalog can (a move is one update and its outbox entry).
+        let vault = try Vault.open(at: alice.vault)
+        try vault.catalog.write { db in
+            try db.execute(sql: "UPDATE receipts SET zone = 'taxes' WHERE id = ?", arguments: [id])
+            var change = Change(receiptID: id, zone: "taxes", kind: .upsert, at: nowMillis())
+            try change.insert(db)
+        }
+        try vault.close()
+        checkEqual(try await alice.receipts()[id]?["zone"] as? String, "taxes")
+        _ = try await alice.sync()
+        _ = try await bob.sync()
+        checkEqual(try await bob.receipts()[id]?["zone"] as? String, "alice/taxes")
+        checkEqual(try await bob.receipts(zone: "alice/household").count, 0)
+        // The server agrees: the former zone holds only a tombstone.
+        let old = try JSONDecoder().decode(WireChangesResponse.self,
+                                           from: Data(try await h.raw.call(.GET, "/v1/zones/alice/household/changes", token: bob.token).body))
+        XCTAssertEqual(old.records.map(\.deleted), [true])
+        for member in [alice, bob] {
+            let again = try await member.sync()
+            XCTAssertEqual(again["pushed"] as? Int, 0)
+            XCTAssertEqual(again["pulled"] as? Int, 0)
+            XCTAssertEqual((again["errors"] as? [Any])?.count, 0)
+        }
+        checkEqual(try await alice.receipts()[id]?["zone"] as? String, "taxes")
+    }
+
     func testRemoteSetKeepsTheTokenPrivateAndRefusesNonsense() async throws {
         let h = try await Household.start(["alice"])
         defer { Task { await h.shutdown() } }
