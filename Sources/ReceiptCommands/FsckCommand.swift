@@ -29,14 +29,14 @@ struct FsckCommand: AsyncParsableCommand {
 
     func run() async throws {
         let path = options.vaultPath
-        // Where missing blobs come back from: the sync server, when the vault can say which.
-        var helper: Vault?
+        // Where missing blobs come back from: the sync server, when the catalog can say which. The
+        // catalog is closed again at once (the fetcher needs only the blob tree and the settings):
+        // repair may set this very file aside.
         var refetcher: (any BlobRefetcher)?
         if repair, let vault = try? Vault.open(at: path) {
-            helper = vault
             if let remote = try? RemoteBlobFetcher(vault: vault) { refetcher = ServerRefetcher(remote: remote) }
+            try? vault.close()
         }
-        defer { try? helper?.close() }
         let json = options.json
         let line = ProgressLine("checking")
         let report = try await Vault.fsck(

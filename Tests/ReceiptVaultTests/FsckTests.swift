@@ -253,6 +253,50 @@ final class FsckTests: XCTestCase {
         for item in report.imported { XCTAssertEqual(try vault.readBlob(vault.blobRecord(item.sha256)) { _ in }, item.size) }
     }
 
+    /// End to end through the binary: the sync engine's fetcher, passed in by `receipt fsck --repair`
+    /// when the vault has a remote, brings corrupt and missing blobs back from a real server.
+    func testRepairFetchesBlobsBackFromTheSyncServer() throws {
+        let dir = TemporaryFolder()
+        let (vault, report) = try Integrity.vault(in: dir, external: 3, inline: 1)
+        try vault.close()
+        let path = dir.file("vault")
+        let account = try ReceiptBinary.run(["server", "account-add", "alice", "--data", dir.file("server"), "--json"])
+        XCTAssertEqual(account.status, 0, account.stderr)
+        let token = try XCTUnwrap((try JSONSerialization.jsonObject(with: account.stdoutData) as? [String: Any])?["token"] as? String)
+        let log = dir.file("server.log")
+        let server = try Integrity.start(["server", "run", "--data", dir.file("server"), "--listen", "127.0.0.1:0"], stdout: log, stderr: log)
+        defer { server.terminate(); _ = Integrity.wait(server, seconds: 10) }
+        var url: String?
+        for _ in 0..<300 where url == nil {
+            usleep(20_000)
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            url = text.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }.map(String.init)
+        }
+        let serverURL = try XCTUnwrap(url, "the server did not say where it listens")
+        XCTAssertEqual(try ReceiptBinary.run(["--vault", path, "remote", "set", serverURL, "--account", "alice", "--token", token]).status, 0)
+        let sync = try ReceiptBinary.run(["--vault", path, "sync", "--json"])
+        XCTAssertEqual(sync.status, 0, sync.stderr)
+
+        let external = report.imported.filter { $0.size > 100_000 }
+        try Self.flipByte(Integrity.blobPath(path, external[0].sha256), at: 99)
+        try FileSystem.remove(Integrity.blobPath(path, external[1].sha256))
+        let repair = try ReceiptBinary.run(["--vault", path, "fsck", "--repair", "--json"])
+        XCTAssertEqual(repair.status, 0, repair.stdout + repair.stderr)
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: repair.stdoutData) as? [String: Any])
+        let problems = try XCTUnwrap(json["problems"] as? [[String: Any]])
+        XCTAssertEqual(Set(problems.compactMap { $0["sha256"] as? String }), [external[0].sha256, external[1].sha256])
+        XCTAssertTrue(problems.allSatisfy { ($0["repaired"] as? Bool) == true && ($0["detail"] as? String ?? "").contains("fetched back") },
+                      "\(problems)")
+        XCTAssertTrue(FileSystem.exists(path + "/quarantine/" + external[0].sha256), "the corrupt file is kept aside")
+        let after = try ReceiptBinary.run(["--vault", path, "fsck"])
+        XCTAssertEqual(after.status, 0, after.stdout + after.stderr)
+        for item in report.imported {
+            let cat = try ReceiptBinary.run(["--vault", path, "cat", item.sha256])
+            XCTAssertEqual(cat.status, 0, cat.stderr)
+            XCTAssertEqual(TestData.sha256([UInt8](cat.stdoutData)), item.sha256)
+        }
+    }
+
     // MARK: - The catalog
 
     func testUnreadableCatalogIsRefusedByEveryCommandThenRebuiltKeepingEveryBlobFile() async throws {
