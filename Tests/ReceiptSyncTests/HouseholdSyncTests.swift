@@ -13,6 +13,18 @@ import Glibc
 /// A household through the CLI: owner alice, write participant bob, read participant carol,
 /// outsider mallory, each with a vault of their own, against a real server.
 final class HouseholdSyncTests: XCTestCase {
+    /// Runs `sql` (with the receipt id as its argument) and queues the receipt's outbox entry, in
+    /// one transaction, as no command would.
+    func changeBehindTheVaultsBack(_ member: Member, _ id: String, zone: String, sql: String) throws {
+        let vault = try Vault.open(at: member.vault)
+        defer { try? vault.close() }
+        try vault.catalog.write { db in
+            try db.execute(sql: sql, arguments: [id])
+            var change = Change(receiptID: id, zone: zone, kind: .upsert, at: nowMillis())
+            try change.insert(db)
+        }
+    }
+
     func testReceiptsAndBytesReachParticipantsAndFlowBack() async throws {
         let h = try await Household.start(["alice", "bob", "carol", "mallory"])
         defer { Task { await h.shutdown() } }
@@ -87,13 +99,7 @@ final class HouseholdSyncTests: XCTestCase {
         // when a change reaches it anyway (queued here behind the vault's back).
         let refusedEdit = try await carol.run(["edit", r1, "--merchant", "Nope"])
         XCTAssertNotEqual(refusedEdit.status, 0)
-        let carolVault = try Vault.open(at: carol.vault)
-        try carolVault.catalog.write { db in
-            try db.execute(sql: "UPDATE receipts SET merchant = 'Sneaky' WHERE id = ?", arguments: [r1])
-            var change = Change(receiptID: r1, zone: "alice/household", kind: .upsert, at: nowMillis())
-            try change.insert(db)
-        }
-        try carolVault.close()
+        try changeBehindTheVaultsBack(carol, r1, zone: "alice/household", sql: "UPDATE receipts SET merchant = 'Sneaky' WHERE id = ?")
         let carolPush = try await carol.run(["sync", "--json"])
         XCTAssertEqual(carolPush.status, 1)
         XCTAssertTrue(carolPush.stderr.contains("read-only"), carolPush.stderr)
@@ -215,13 +221,7 @@ final class HouseholdSyncTests: XCTestCase {
         _ = try await bob.sync()
         checkEqual(try await bob.receipts()[id]?["zone"] as? String, "alice/household")
         // No command moves a receipt yet; the catalog can (a move is one update and its outbox entry).
-        let vault = try Vault.open(at: alice.vault)
-        try vault.catalog.write { db in
-            try db.execute(sql: "UPDATE receipts SET zone = 'taxes' WHERE id = ?", arguments: [id])
-            var change = Change(receiptID: id, zone: "taxes", kind: .upsert, at: nowMillis())
-            try change.insert(db)
-        }
-        try vault.close()
+        try changeBehindTheVaultsBack(alice, id, zone: "taxes", sql: "UPDATE receipts SET zone = 'taxes' WHERE id = ?")
         checkEqual(try await alice.receipts()[id]?["zone"] as? String, "taxes")
         _ = try await alice.sync()
         _ = try await bob.sync()
