@@ -128,7 +128,8 @@ class Bench:
             seconds = time.monotonic() - t0
         with open(base + ".time") as f:
             report = f.read()
-        rss = sum(int(x) for x in re.findall(r"Maximum resident set size \(kbytes\): (\d+)", report)) * 1024
+        m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", report)
+        rss = int(m.group(1)) * 1024 if m else 0
         cpu = sum(float(x) for x in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", report))
         if tool == "receipt":
             words = [w for w in argv[1:] if not w.startswith("-") and "/" not in w]
@@ -607,7 +608,8 @@ def main():
             "Run took %.0f s." % (platform.node(), os.cpu_count(), platform.release(), big["files"],
                                   big["bytes"] / MB, big["unique_bytes"] / MB, big["seed"],
                                   " (--quick)" if a.quick else "", time.time() - t0),
-            "Versions: " + "; ".join("%s %s" % kv for kv in versions.items()), ""]
+            "Versions: " + "; ".join("%s %s" % kv for kv in versions.items()) + ".",
+            "Command: `%s`." % " ".join(["tools/bench"] + sys.argv[1:]), ""]
     rss = ["", "receipt peak RSS by command (MB): " + ", ".join(
         "%s %.0f" % (k, v / MB) for k, v in sorted(b.rss.items(), key=lambda kv: -kv[1]))] if b.rss else []
     text = "\n".join(head + b.table() + rss + ["", "Targets (issue 6):", ""] + b.targets(big, small)) + "\n"

@@ -223,8 +223,12 @@ def generate(root, profile="standard", seed=20260601, rows=None, jobs=None):
             return done
     except (OSError, ValueError):
         pass
+    tag = os.path.join(root, ".made-by-corpus-py")
+    if os.path.isdir(root) and os.listdir(root) and not os.path.exists(tag):
+        sys.exit("corpus.py: refusing to replace %s: not empty and not made by corpus.py" % root)
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(root)
+    open(tag, "w").close()
     if rows:
         unique = round(rows * (1 - DUP_FRAC))
         blobs = plan({"small": unique}, None, (2019, 2024), seed)
