@@ -19,9 +19,8 @@ final class CrashAndWipeTests: XCTestCase {
     /// hashing to its address, no blob file without a row, no staging file left.
     func assertClean(_ member: Member, file: StaticString = #filePath, line: UInt = #line) async throws {
         let fsck = try await member.run(["fsck", "--json"])
-        if fsck.status == 0 || (fsck.json as? [String: Any])?["ok"] != nil {
-            XCTAssertEqual(fsck.status, 0, "fsck found problems in \(member.name)'s vault: \(fsck.stdout)", file: file, line: line)
-        }
+        XCTAssertEqual(fsck.status, 0, "fsck found problems in \(member.name)'s vault: \(fsck.stdout)", file: file, line: line)
+        XCTAssertEqual((fsck.json as? [String: Any])?["ok"] as? Bool, true, fsck.stdout, file: file, line: line)
         let vault = try Vault.open(at: member.vault)
         defer { try? vault.close() }
         XCTAssertEqual(try vault.catalog.integrityProblems(), [], file: file, line: line)
