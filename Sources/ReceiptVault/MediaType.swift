@@ -1,14 +1,19 @@
 /// Media types from file content, falling back to the extension: a scan saved without an
 /// extension, or a PDF named `.jpg`, still gets the right type.
 public enum MediaType {
-    public static func detect(head: UnsafeRawBufferPointer, filename: String) -> String {
+    /// The type of a file from its first bytes (4 KiB is plenty) and its name. Binary formats are
+    /// recognized by content; text content takes its kind from the extension (csv, json) or is
+    /// text/plain; anything else falls back to the extension, then application/octet-stream.
+    public static func of(head: UnsafeRawBufferPointer, filename: String) -> String {
         if let sniffed = sniff(head) { return sniffed }
-        let ext = filename.split(separator: ".").last.map { $0.lowercased() } ?? ""
-        return byExtension[ext] ?? "application/octet-stream"
-    }
-
-    public static func detect(bytes: [UInt8], filename: String) -> String {
-        bytes.withUnsafeBytes { detect(head: UnsafeRawBufferPointer(rebasing: $0.prefix(4096)), filename: filename) }
+        let known = byExtension[fileExtension(filename)]
+        if head.count > 0 && isText(head) {
+            if let known, known.hasPrefix("text/") || known == "application/json" || known == "application/xml" {
+                return known
+            }
+            return "text/plain"
+        }
+        return known ?? "application/octet-stream"
     }
 
     static func sniff(_ b: UnsafeRawBufferPointer) -> String? {
@@ -28,7 +33,6 @@ public enum MediaType {
         }
         if starts(Array("GIF8".utf8)) { return "image/gif" }
         if starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8) { return "image/webp" }
-        if b.count > 0 && isText(b) { return nil }  // text: let the extension say which kind (csv, json, …)
         return nil
     }
 
@@ -42,10 +46,9 @@ public enum MediaType {
         return String(validating: bytes, as: UTF8.self) != nil
     }
 
-    static func textType(_ filename: String) -> String {
-        let ext = filename.split(separator: ".").last.map { $0.lowercased() } ?? ""
-        if let known = byExtension[ext], known.hasPrefix("text/") || known == "application/json" { return known }
-        return "text/plain"
+    static func fileExtension(_ filename: String) -> String {
+        guard filename.contains(".") else { return "" }
+        return filename.split(separator: ".").last.map { $0.lowercased() } ?? ""
     }
 
     static let byExtension: [String: String] = [
@@ -55,13 +58,4 @@ public enum MediaType {
         "csv": "text/csv", "json": "application/json", "html": "text/html", "htm": "text/html",
         "xml": "application/xml", "eml": "message/rfc822", "zip": "application/zip",
     ]
-}
-
-extension MediaType {
-    /// Content first; text content gets its kind from the extension (csv, json) or text/plain.
-    public static func of(head: UnsafeRawBufferPointer, filename: String) -> String {
-        if let sniffed = sniff(head) { return sniffed }
-        if head.count > 0 && isText(head) { return textType(filename) }
-        return detect(head: head, filename: filename)
-    }
 }
