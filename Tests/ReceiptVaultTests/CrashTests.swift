@@ -38,13 +38,22 @@ final class CrashTests: XCTestCase {
         let (vault, report) = try Integrity.vault(in: dir, external: 24)
         try vault.close()
         let path = dir.file("vault")
+        // How long a whole repair takes here: the kills are drawn inside that span.
+        try FsckTests.overwrite(path + "/catalog.sqlite", at: 0, with: TestData.random(4096, seed: 999))
+        let started = Date()
+        let first = try Integrity.start(["--vault", path, "fsck", "--repair"])
+        first.waitUntilExit()
+        XCTAssertEqual(first.terminationStatus, 0)
+        let span = max(Date().timeIntervalSince(started), 0.02)
         var generator = SystemRandomNumberGenerator()
         var kills = 0
-        for round in 0..<12 {
+        var round = 0
+        while kills < 8 && round < 60 {
+            round += 1
             // Break the catalog's first page (again: the previous round may have repaired it).
             try FsckTests.overwrite(path + "/catalog.sqlite", at: 0, with: TestData.random(4096, seed: UInt64(round)))
             let repair = try Integrity.start(["--vault", path, "fsck", "--repair"])
-            usleep(UInt32.random(in: 0...250_000, using: &generator))
+            usleep(UInt32(Double.random(in: 0.1...0.95, using: &generator) * span * 1e6))
             if repair.isRunning {
                 kill(repair.processIdentifier, SIGKILL)
                 kills += 1
@@ -55,7 +64,7 @@ final class CrashTests: XCTestCase {
                 XCTAssertTrue(FileSystem.exists(Integrity.blobPath(path, item.sha256)), "round \(round): blob \(item.sha256) lost")
             }
         }
-        XCTAssertGreaterThan(kills, 3, "the repairs were never caught at work")
+        XCTAssertGreaterThanOrEqual(kills, 8, "the repairs were never caught at work")
         let final = try await Integrity.fsck(path, repair: true)
         XCTAssertTrue(final.ok, "\(final.problems)")
         let reopened = try Vault.open(at: path)
