@@ -72,9 +72,12 @@ func render(_ report: ImportReport, json: Bool) throws {
         try Output.json(report)
     } else {
         let added = report.imported.filter { !$0.existing }
+        // One write for all lines: a manifest may add 100,000 receipts.
+        var text = ""
         for item in added {
-            Output.line("\(item.id.prefix(8))  \(item.path)\(item.deduplicated ? "  (content already stored)" : "")")
+            text += "\(item.id.prefix(8))  \(item.path)\(item.deduplicated ? "  (content already stored)" : "")\n"
         }
+        if !text.isEmpty { Output.write(text) }
         let existing = report.imported.count - added.count
         Output.note("imported \(added.count) receipt(s)" + (existing > 0 ? ", \(existing) already present" : "")
             + (report.failed.isEmpty ? "" : ", \(report.failed.count) failed"))

@@ -75,6 +75,11 @@ enum Output {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 
+    /// Text as it is (the caller ends its lines), to stdout.
+    static func write(_ text: String) {
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+
     static func note(_ text: String) {
         FileHandle.standardError.write(Data((text + "\n").utf8))
     }

@@ -132,12 +132,11 @@ extension Vault {
         }
         for folder in folders.sorted() { try FileSystem.makeDirectories(FileSystem.join(destination, folder)) }
 
+        // Both cores, on different files: copying and verifying (hashing) one file is one core's work.
         let state = ExportState(tally)
-        try ParallelWork.run(count: items.count, threads: 2) { index in
-            let item = items[index]
+        let outcomes = Parallel.map(items) { item in
             do {
-                let record = try self.blobRecord(item.sha256)
-                try self.copyBlob(record, to: FileSystem.join(destination, item.name))
+                try self.copyBlob(try self.blobRecord(item.sha256), to: FileSystem.join(destination, item.name))
                 state.done(item, failure: nil, progress: progress)
             } catch let error as BlobError {
                 state.done(item, failure: error.description, progress: progress)
@@ -145,6 +144,7 @@ extension Vault {
                 state.done(item, failure: error.message, progress: progress)
             }
         }
+        for case .failure(let error) in outcomes { throw error }
         tally = state.tally
         let failures = state.failures.sorted { ($0.receipt, $0.sha256) < ($1.receipt, $1.sha256) }
         let manifest = try Self.exportManifest(receipts, items: items, failures: failures)
@@ -416,61 +416,5 @@ private final class ExportState: @unchecked Sendable {
         }
         tally.filesDone += 1
         progress?(tally)
-    }
-}
-
-/// Runs `body(0..<count)` on a few threads (each takes the next index), and rethrows the first error
-/// after all threads stopped. Used to spend both cores on different files.
-enum ParallelWork {
-    static func run(count: Int, threads: Int, _ body: @escaping @Sendable (Int) throws -> Void) throws {
-        guard count > 0 else { return }
-        let shared = Shared()
-        let workers = max(1, min(threads, count))
-        for _ in 0..<workers {
-            let thread = Thread {
-                while let index = shared.take(count) {
-                    do { try body(index) } catch { shared.fail(error) }
-                }
-                shared.finish()
-            }
-            thread.start()
-        }
-        try shared.wait(for: workers)
-    }
-
-    private final class Shared: @unchecked Sendable {
-        private let condition = NSCondition()
-        private var next = 0
-        private var finished = 0
-        private var error: Error?
-
-        func take(_ count: Int) -> Int? {
-            condition.lock()
-            defer { condition.unlock() }
-            guard error == nil, next < count else { return nil }
-            next += 1
-            return next - 1
-        }
-
-        func fail(_ error: Error) {
-            condition.lock()
-            if self.error == nil { self.error = error }
-            condition.unlock()
-        }
-
-        func finish() {
-            condition.lock()
-            finished += 1
-            condition.signal()
-            condition.unlock()
-        }
-
-        func wait(for workers: Int) throws {
-            condition.lock()
-            while finished < workers { condition.wait() }
-            let error = self.error
-            condition.unlock()
-            if let error { throw error }
-        }
     }
 }

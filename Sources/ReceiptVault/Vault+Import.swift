@@ -186,10 +186,11 @@ extension Vault {
     /// The receipt of `zone` that already holds this content under this file name, if any.
     func receiptHolding(_ db: Database, _ id: BlobID, named filename: String, in zone: String) throws -> String? {
         // CROSS JOIN keeps SQLite on the blob index: joining from receipts scans the whole zone per file.
-        try String.fetchOne(db, sql: """
+        // A cached statement: a manifest asks this once per row.
+        try String.fetchOne(db.cachedStatement(sql: """
             SELECT r.id FROM attachments a CROSS JOIN receipts r ON r.id = a.receiptID
             WHERE a.sha256 = ? AND a.filename = ? AND r.zone = ? LIMIT 1
-            """, arguments: [id.hex, filename, zone])
+            """), arguments: [id.hex, filename, zone])
     }
 
     private func cachedBlob(_ input: InputFile, _ st: FileStatus) throws -> BlobID? {
