@@ -46,6 +46,8 @@ public final class SyncEngine {
     var report = SyncReport()
     public var pageSize = WireProtocol.defaultPageSize
     public var pushBatch = 200
+    /// Blob uploads or downloads in flight at once.
+    public var transfersAtOnce = 4
 
     public init(vault: Vault, remote: RemoteConfig, progress: @escaping Progress = { _ in }) {
         self.vault = vault
@@ -77,9 +79,35 @@ public final class SyncEngine {
         return report
     }
 
-    func checkNotWiping() throws {
-        if SyncLock.wipeRequested(vaultPath: vault.path) || !FileSystem.exists(vault.catalogPath) {
-            throw SyncError("sync stopped: the vault \(vault.path) is being wiped")
+    func checkNotWiping() throws { try Self.checkNotWiping(vault.path) }
+
+    static func checkNotWiping(_ vaultPath: String) throws {
+        if SyncLock.wipeRequested(vaultPath: vaultPath) || !FileSystem.exists(FileSystem.join(vaultPath, Catalog.fileName)) {
+            throw SyncError("sync stopped: the vault \(vaultPath) is being wiped")
+        }
+    }
+
+    /// Runs `body` over `items` with at most `limit` at once; results in the order of `items`.
+    /// The first error cancels the rest and is thrown.
+    func concurrently<T: Sendable, R: Sendable>(_ items: [T], limit: Int,
+                                                _ body: @escaping @Sendable (Int, T) async throws -> R) async throws -> [R] {
+        try await withThrowingTaskGroup(of: (Int, R).self) { group in
+            var results = [R?](repeating: nil, count: items.count)
+            var next = 0
+            while next < min(limit, items.count) {
+                let i = next, item = items[i]
+                group.addTask { (i, try await body(i, item)) }
+                next += 1
+            }
+            while let (i, result) = try await group.next() {
+                results[i] = result
+                if next < items.count {
+                    let j = next, item = items[j]
+                    group.addTask { (j, try await body(j, item)) }
+                    next += 1
+                }
+            }
+            return results.compactMap { $0 }
         }
     }
 
@@ -226,16 +254,20 @@ public final class SyncEngine {
         for item in outgoing { for a in item.record.receipt?.attachments ?? [] { hexes.insert(a.sha256) } }
         if hexes.isEmpty { return }
         let want = try await client.want(hexes.sorted())
-        for (i, hex) in want.enumerated() {
-            try checkNotWiping()
-            progress("uploading blob \(i + 1) of \(want.count)")
+        let transfer = self.transfer, vaultPath = vault.path, progress = self.progress, total = want.count
+        let failures = try await concurrently(want, limit: transfersAtOnce) { i, hex -> String? in
+            try Self.checkNotWiping(vaultPath)
+            progress("uploading blob \(i + 1) of \(total)")
             do {
                 try await transfer.upload(hex)
-                report.blobsUploaded += 1
+                return nil
             } catch let error as SyncError where error.status == nil || error.status == 422 || error.status == 413 {
-                report.errors.append("blob \(hex) was not uploaded: \(error.message)")
+                return "blob \(hex) was not uploaded: \(error.message)"
             }
         }
+        let failed = failures.compactMap { $0 }
+        report.blobsUploaded += want.count - failed.count
+        report.errors += failed
     }
 
     /// Records the server's answers: saved records leave the outbox (up to the change pushed);
@@ -372,13 +404,13 @@ public final class SyncEngine {
         let lock = try VaultLock(vaultPath: vault.path, mode: .shared)
         defer { withExtendedLifetime(lock) {} }
         let missing = try vault.catalog.read { db in try LocalStore.missingBlobs(db, hexes) }
-        var fetched: [BlobRecord] = []
-        for (i, hex) in missing.enumerated() {
-            try checkNotWiping()
-            progress("downloading blob \(i + 1) of \(missing.count)")
-            fetched.append(try await transfer.fetch(hex))
-            report.blobsDownloaded += 1
+        let transfer = self.transfer, vaultPath = vault.path, progress = self.progress, total = missing.count
+        let fetched = try await concurrently(missing, limit: transfersAtOnce) { i, hex in
+            try Self.checkNotWiping(vaultPath)
+            progress("downloading blob \(i + 1) of \(total)")
+            return try await transfer.fetch(hex)
         }
+        report.blobsDownloaded += fetched.count
         try vault.catalog.write { db in
             for blob in fetched { try blob.insert(db, onConflict: .ignore) }
             try body(db)
