@@ -216,6 +216,12 @@ final class FsckTests: XCTestCase {
         let after = try await Integrity.fsck(vault.path)
         XCTAssertEqual(after.problems.map(\.kind), [.missingBlob])
         XCTAssertEqual(after.problems.first?.receipt, corrupt.id)
+        // Importing the original file again puts the bytes back under the receipt.
+        XCTAssertEqual(corrupt.path, dir.file("in/ext0.bin"))
+        _ = try vault.importFiles([corrupt.path])
+        let healed = try await Integrity.fsck(vault.path)
+        XCTAssertEqual(healed.problems, [])
+        XCTAssertEqual(try vault.readBlob(vault.blobRecord(corrupt.sha256)) { _ in }, corrupt.size)
     }
 
     /// The seam the sync engine fills: a refetcher that installs verified bytes from elsewhere (here
