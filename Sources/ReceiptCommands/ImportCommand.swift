@@ -79,7 +79,10 @@ func render(_ report: ImportReport, json: Bool) throws {
         }
         if !text.isEmpty { Output.write(text) }
         let existing = report.imported.count - added.count
-        Output.note("imported \(added.count) receipt(s)" + (existing > 0 ? ", \(existing) already present" : "")
+        // Rows of a manifest may put several files into one receipt.
+        let receipts = Set(added.map(\.id)).count
+        Output.note("imported \(receipts) receipt(s)" + (receipts != added.count ? " with \(added.count) file(s)" : "")
+            + (existing > 0 ? ", \(existing) already present" : "")
             + (report.failed.isEmpty ? "" : ", \(report.failed.count) failed"))
     }
     for failure in report.failed { Output.note("receipt: \(failure.path): \(failure.error)") }

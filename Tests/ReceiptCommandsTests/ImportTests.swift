@@ -115,6 +115,22 @@ final class ImportTests: CLITestCase {
         try assertRefused(["import", path, "--merchant", String(repeating: "m", count: 5000)], mentioning: "merchant is too long")
     }
 
+    func testProgressIsDrawnWhenStderrIsATerminal() throws {
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) for a terminal")
+        for i in 0..<5 { try folder.write("many/\(i).txt", Array("receipt \(i)".utf8)) }
+        // script(1) runs the command on a pseudo-terminal and copies what it drew.
+        func onTerminal(_ args: String) throws -> String {
+            let command = "'\(ReceiptBinary.path)' --vault '\(vault)' \(args)"
+            let r = try ReceiptBinary.run(["-qec", command, "/dev/null"], executable: "/usr/bin/script")
+            XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
+            return r.stdout
+        }
+        let imported = try onTerminal("import '\(folder.file("many"))'")
+        XCTAssertTrue(imported.contains("importing 5/5 files"), imported.debugDescription)
+        let exported = try onTerminal("export '\(folder.file("out"))'")
+        XCTAssertTrue(exported.contains("exporting 5/5 files"), exported.debugDescription)
+    }
+
     func testProgressIsSilentWhenStderrIsNotATerminal() throws {
         for i in 0..<20 { try folder.write("many/\(i).txt", Array("receipt \(i)".utf8)) }
         let r = try receipt("import", folder.file("many"))

@@ -192,6 +192,37 @@ final class ManifestTests: CLITestCase {
                           mentioning: ":2: no zone 'alice/shared'")
     }
 
+    func testTheFixturesImportAsTheQuickStartShowsThem() throws {
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Fixtures").path
+        let r = try receipt("import", "--manifest", fixtures + "/manifest.csv")
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stderr, "imported 6 receipt(s) with 7 file(s)\n")
+        let receipts = try list()
+        XCTAssertEqual(receipts.count, 6)
+        var types: [String: String] = [:]
+        for receipt in receipts {
+            for a in receipt["attachments"] as? [[String: Any]] ?? [] {
+                types[a["filename"] as? String ?? ""] = a["mediaType"] as? String
+            }
+        }
+        XCTAssertEqual(types, ["acme-hardware.pdf": "application/pdf", "hotel-invoice.pdf": "application/pdf",
+                               "corner-bakery.jpg": "image/jpeg", "hotel-receipt-photo.jpg": "image/jpeg",
+                               "pharmacy.png": "image/png", "warranty-card.png": "image/png", "city-cab.txt": "text/plain"])
+        let acme = try XCTUnwrap(receipts.first { $0["id"] as? String == "6b1f0c52-3f4e-4d8a-9a51-0c2d7e4b9a10" })
+        XCTAssertEqual(acme["merchant"] as? String, "Acme Hardware, Inc.")
+        XCTAssertEqual(acme["note"] as? String, "Drill for the \"new\" shelf")
+        XCTAssertEqual(acme["category"] as? String, "home, garden")
+        let hotel = try XCTUnwrap(receipts.first { $0["merchant"] as? String == "Hotel Seaside" })
+        XCTAssertEqual((hotel["attachments"] as? [Any])?.count, 2)
+        XCTAssertTrue(receipts.last?["date"] is NSNull, "the undated warranty card lists last")
+        // The whole fixture set stays small.
+        let size = try FileManager.default.subpathsOfDirectory(atPath: fixtures).reduce(0) { total, rel in
+            total + ((try? FileManager.default.attributesOfItem(atPath: fixtures + "/" + rel)[.size] as? Int) ?? 0)
+        }
+        XCTAssertLessThan(size, 1_000_000)
+    }
+
     func testManifestAndPathsOrMetadataTogetherAreRefused() throws {
         let path = try manifest("path\ntill.txt\n")
         try assertRefused(["import", "--manifest", path, folder.file("m/till.txt")], mentioning: "not both", status: 64)

@@ -85,12 +85,13 @@ public enum ReceiptBinary {
         public let stdoutData: Data
     }
 
-    /// Runs the binary to completion with `arguments`, optional stdin bytes and extra environment.
+    /// Runs the binary (or `executable`, e.g. a wrapper such as script(1)) to completion with
+    /// `arguments` and extra environment.
     @discardableResult
     public static func run(_ arguments: [String], environment: [String: String] = [:],
-                           currentDirectory: String? = nil) throws -> Result {
+                           currentDirectory: String? = nil, executable: String? = nil) throws -> Result {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
+        process.executableURL = URL(fileURLWithPath: executable ?? path)
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
