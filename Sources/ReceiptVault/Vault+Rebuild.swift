@@ -234,6 +234,7 @@ extension Vault {
             return nil
         }
         var opened = openCopy()
+        var tables = salvageOrder
         if opened == nil {
             // The first page (header and schema) is unreadable. The catalog was built by the same
             // migrations as a fresh one, which puts every table's root on the same page: a fresh first
@@ -241,6 +242,10 @@ extension Vault {
             if transplantFirstPage(into: copyPath, store: store) {
                 opened = openCopy()
                 if opened != nil { result.notes.append("its first page was unreadable and was replaced by a fresh one to read the rest") }
+                // Only the first migration's tables are sure to have their roots where a fresh
+                // catalog has them (a later table's root depends on when the migration ran); the
+                // outbox is written again anyway.
+                tables = ["settings", "zones", "blobs", "receipts", "attachments"]
             }
         }
         guard let queue = opened else {
@@ -248,7 +253,7 @@ extension Vault {
             return result
         }
         defer { try? queue.close() }
-        for table in salvageOrder {
+        for table in tables {
             do {
                 try queue.inDatabase { db in
                     guard try db.tableExists(table) else { return }
