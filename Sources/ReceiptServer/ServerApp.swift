@@ -102,6 +102,15 @@ public enum SyncServer {
                            shutdownSignals: [UnixSignal] = [.sigterm, .sigint], logger: Logger,
                            onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         let catalog = try ServerCatalog(dataPath: dataPath)
+        // One server per data folder: the lock is held until the process ends.
+        let lockPath = FileSystem.join(dataPath, "server.lock")
+        let lock = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lock >= 0, flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+            if lock >= 0 { Glibc.close(lock) }
+            try? catalog.close()
+            throw ServerError(409, "another receipt server is already running on the data folder \(dataPath)")
+        }
+        defer { Glibc.close(lock) }
         do {
             let app = Application(
                 router: buildRouter(catalog: catalog, limits: limits),

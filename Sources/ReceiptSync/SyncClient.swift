@@ -86,8 +86,21 @@ public struct SyncClient: Sendable {
         } catch let error as SyncError {
             throw error
         } catch {
-            throw SyncError("cannot reach the sync server at \(baseURL) (\(error))")
+            throw SyncError("cannot reach the sync server at \(baseURL): \(Self.reason(error))")
         }
+    }
+
+    /// A transport error in a few words.
+    static func reason(_ error: Error) -> String {
+        let text = String(describing: error)
+        let known: [(String, String)] = [
+            ("Connection refused", "connection refused"), ("connectTimeout", "the connection timed out"),
+            ("deadlineExceeded", "the request timed out"), ("readTimeout", "the server stopped answering"),
+            ("remoteConnectionClosed", "the server closed the connection"), ("No address", "the host name does not resolve"),
+            ("Network is unreachable", "the network is unreachable"), ("sslHandshake", "the TLS handshake failed"),
+        ]
+        for (needle, plain) in known where text.contains(needle) { return plain }
+        return text
     }
 
     static func check(_ status: HTTPResponseStatus, _ body: Data, method: HTTPMethod, path: String, baseURL: String) throws {
@@ -205,7 +218,7 @@ public struct SyncClient: Sendable {
             } catch let error as BlobIOError {
                 throw error
             } catch {
-                throw SyncError("the download of blob \(id) from \(baseURL) was cut off (\(error))")
+                throw SyncError("the download of blob \(id) from \(baseURL) was cut off: \(Self.reason(error))")
             }
             try fd.sync()
             let actual = hasher.finalize()

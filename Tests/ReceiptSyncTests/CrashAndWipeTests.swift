@@ -209,6 +209,9 @@ final class CrashAndWipeTests: XCTestCase {
             }
             XCTAssertGreaterThan(port, 0, "the server did not say where it listens")
             let raw = Raw(base: "http://127.0.0.1:\(port)")
+            let second = try await CLI.run(["server", "run", "--data", data, "--listen", "127.0.0.1:0"], in: folder)
+            XCTAssertNotEqual(second.status, 0)
+            XCTAssertTrue(second.stderr.contains("already running"), second.stderr)
             if round == 0 {
                 checkEqual(try await raw.call(.PUT, "/v1/zones/alice/kept", token: token).status, 201)
             } else {
