@@ -114,6 +114,8 @@ public enum SyncServer {
         do {
             let app = Application(
                 router: buildRouter(catalog: catalog, limits: limits),
+                // A connection silent for two minutes is closed (no client holds a slot forever).
+                server: .http1(configuration: .init(idleTimeout: .seconds(120))),
                 configuration: .init(address: .hostname(host, port: port), serverName: "receipt"),
                 onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
                 logger: logger)
