@@ -111,6 +111,8 @@ public enum SyncServer {
             throw ServerError(409, "another receipt server is already running on the data folder \(dataPath)")
         }
         defer { Glibc.close(lock) }
+        // Staging files of a server that died mid-upload: nothing refers to them.
+        for file in (try? catalog.blobs.interimFiles()) ?? [] where !file.owned { try? FileSystem.remove(file.path) }
         do {
             let app = Application(
                 router: buildRouter(catalog: catalog, limits: limits),
