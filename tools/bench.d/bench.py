@@ -136,8 +136,11 @@ class Bench:
             key = " ".join(words[:2] if words[:1] == ["server"] else words[:1]) or "--help"
             self.rss[key] = max(self.rss.get(key, 0), rss)
         if p.returncode != 0:
-            with open(base + ".err", errors="replace") as f:
-                last = ([ln.strip() for ln in f if ln.strip()] or [""])[-1]
+            lines = []
+            for name in (base + ".err", out or base + ".out"):
+                with open(name, errors="replace") as f:
+                    lines += [ln.strip() for ln in f if ln.strip()]
+            last = ([ln for ln in lines if "error:" in ln.lower()] or lines or [""])[-1]
             if tool == "receipt" and re.search(r"unexpected argument|unknown option|unknown (sub)?command", last, re.I):
                 raise NotAvailable("`%s` is not supported yet: %s" % (" ".join(argv[1:4]), last[:200]))
             raise Failed("`%s` exited %d: %s (log %s.err)" % (" ".join(argv[:3]), p.returncode, last[:200], base))
