@@ -90,19 +90,31 @@ struct ManifestFile: Sendable {
 struct HashJob: Sendable {
     let line: Int
     let given: String
+    /// In the manifest's real folder; the last component may still be a symbolic link.
     let path: String
-    let status: FileStatus
+    let realFolder: String
     let name: String
     let expected: BlobID?
     /// The receipt the file belongs to; nil when the row is bad anyway.
     let receipt: Int?
-    /// The content the stat cache names for this path, device, inode, size and mtime.
-    let cached: BlobID?
+}
+
+/// What `hash` found: the file's real path and status, its content address and media type.
+struct HashedFile: Sendable {
+    let path: String
+    let status: FileStatus
+    /// nil for a large file not hashed yet.
+    var id: BlobID?
+    let mediaType: String
+    /// The address came from the stat cache.
+    var cached: Bool
 }
 
 extension Vault {
     /// Rows written per catalog transaction (small files live inline: no fsync each).
-    static let manifestBatchRows = 8192
+    static let manifestBatchRows = 16384
+    /// Files smaller than this are hashed again rather than looked up in the stat cache.
+    static let statCacheMinimum: Int64 = 64 << 10
 
     /// Imports the receipts a manifest describes (see `ManifestColumn`). Every row is checked first —
     /// files present, readable, inside the manifest's folder and hashing to `sha256` when given;
@@ -147,28 +159,56 @@ extension Vault {
             try catalog.read { db in
                 /// Hashes the files of the rows read so far on every core, then files them in the plan.
                 func flush() throws {
-                    let results = Parallel.map(jobs) { job in try Self.hash(job) }
+                    var results = Parallel.map(jobs) { job in try self.hash(job) }
+                    // Large files: the stat cache may name their content; the others are hashed whole.
+                    var large: [Int] = []
+                    for (i, result) in results.enumerated() {
+                        guard case .success(var hashed) = result, hashed.id == nil else { continue }
+                        if let cached = try cachedContent(db, hashed.path, hashed.status) {
+                            hashed.id = cached
+                            hashed.cached = true
+                            results[i] = .success(hashed)
+                        } else {
+                            large.append(i)
+                        }
+                    }
+                    let largePaths = large.compactMap { i -> String? in
+                        guard case .success(let hashed) = results[i] else { return nil }
+                        return hashed.path
+                    }
+                    let whole = Parallel.map(largePaths) { path in try SHA256Hasher.hash(fileAt: path).0 }
+                    for (i, outcome) in zip(large, whole) {
+                        guard case .success(var hashed) = results[i] else { continue }
+                        switch outcome {
+                        case .success(let id): hashed.id = id; results[i] = .success(hashed)
+                        case .failure(let error): results[i] = .failure(error)
+                        }
+                    }
                     for (job, result) in zip(jobs, results) {
                         switch result {
+                        case .failure(let error as VaultError):
+                            problems.append(ManifestProblem(line: job.line, message: error.message))
                         case .failure(let error):
-                            problems.append(ManifestProblem(line: job.line, message: "cannot read \(job.given): \(Self.message(error))"))
-                        case .success(let (id, mediaType)):
+                            problems.append(ManifestProblem(line: job.line, message: "cannot read \(Self.printable(job.given)): \(Self.message(error))"))
+                        case .success(let hashed):
+                            guard let id = hashed.id else { continue }
+                            tally.bytesDone += hashed.status.size
                             if let expected = job.expected, expected != id {
                                 problems.append(ManifestProblem(line: job.line, message:
                                     "sha256 mismatch for \(job.given): the file hashes to \(id), the manifest says \(expected)"))
                                 continue
                             }
                             guard let receipt = job.receipt else { continue }
-                            var known = job.cached != nil
+                            var known = hashed.cached
                             if !known {
                                 known = try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM blobs WHERE sha256 = ?"),
                                                           arguments: [id.hex]) != nil
                             }
-                            plan.files.append(ManifestFile(line: job.line, given: job.given, path: job.path, name: job.name,
-                                                           receipt: receipt, id: id, size: job.status.size,
-                                                           mediaType: mediaType, status: job.status, known: known,
-                                                           cached: job.cached == id))
-                            plan.bytes += job.status.size
+                            plan.files.append(ManifestFile(line: job.line, given: job.given, path: hashed.path, name: job.name,
+                                                           receipt: receipt, id: id, size: hashed.status.size,
+                                                           mediaType: hashed.mediaType, status: hashed.status, known: known,
+                                                           cached: hashed.cached))
+                            plan.bytes += hashed.status.size
                         }
                     }
                     jobs.removeAll(keepingCapacity: true)
@@ -222,7 +262,7 @@ extension Vault {
 
                     // The file
                     let given = row[.path] ?? ""
-                    var file: (path: String, status: FileStatus)?
+                    var file: String?
                     if given.isEmpty {
                         if givenID == nil && row[.id]?.isEmpty ?? true {
                             bad("path is empty (only a row with an id may describe a receipt without a file)")
@@ -301,21 +341,10 @@ extension Vault {
                         }
                     }
                     if let file {
-                        // Hashed with the next rows' files, on every core. The stat cache names the
-                        // content of an unchanged file, which then is not hashed again.
+                        // Opened, checked and hashed with the next rows' files, on every core.
                         let name = row[.filename].flatMap { $0.isEmpty ? nil : $0 } ?? Self.lastComponent(given)
-                        let cached = try Row.fetchOne(db.cachedStatement(sql: """
-                            SELECT c.sha256, b.inline IS NOT NULL FROM importCache c JOIN blobs b ON b.sha256 = c.sha256
-                            WHERE c.path = ? AND c.device = ? AND c.inode = ? AND c.size = ? AND c.mtimeNs = ?
-                            """), arguments: [file.path, Int64(bitPattern: file.status.device), Int64(bitPattern: file.status.inode),
-                                              file.status.size, file.status.mtimeNanoseconds]).flatMap { row -> BlobID? in
-                            guard let id = BlobID(hex: row[0]), (row[1] as Bool) || blobs.contains(id) else { return nil }
-                            return id
-                        }
-                        jobs.append(HashJob(line: row.line, given: given, path: file.path, status: file.status, name: name,
-                                            expected: expected, receipt: rowProblems.isEmpty ? index : nil,
-                                            cached: cached))
-                        tally.bytesDone += file.status.size
+                        jobs.append(HashJob(line: row.line, given: given, path: file, realFolder: realFolder, name: name,
+                                            expected: expected, receipt: rowProblems.isEmpty ? index : nil))
                     }
                     for message in rowProblems { problems.append(ManifestProblem(line: row.line, message: message)) }
                     tally.rowsDone += 1
@@ -329,10 +358,10 @@ extension Vault {
         return plan
     }
 
-    /// The row's file, resolved inside the manifest's folder: relative, no `..`, and no symbolic link
-    /// leading out of the folder. Returns the real path and its status (a readable regular file).
+    /// The row's file inside the manifest's folder: relative, no `..`, and its folder (resolved once
+    /// per folder) no symbolic link leading out. The file itself is checked when `hash` opens it.
     static func confine(_ given: String, folder: String, realFolder: String,
-                        folders: inout [Substring: String?]) throws -> (path: String, status: FileStatus) {
+                        folders: inout [Substring: String?]) throws -> String {
         if given.contains("\0") { throw VaultError.bad("invalid path '\(printable(given))': it contains a NUL byte") }
         if given.hasPrefix("/") {
             throw VaultError.bad("path \(printable(given)) is absolute: paths are relative to the manifest's folder")
@@ -340,13 +369,6 @@ extension Vault {
         if given.split(separator: "/").contains("..") {
             throw VaultError.bad("path \(printable(given)) leaves the manifest's folder ('..' is not allowed)")
         }
-        let inside = realFolder == "/" ? "/" : realFolder + "/"
-        func failure(_ code: Int32) -> VaultError {
-            if code == ENOENT || code == ENOTDIR { return VaultError.bad("no such file: \(printable(given))") }
-            return VaultError.bad("cannot read \(printable(given)): \(String(cString: strerror(code)))")
-        }
-        // The row's folder, resolved once per folder (rows of one folder share it); then the file itself,
-        // resolved again only when it is a symbolic link.
         let slash = given.lastIndex(of: "/")
         let dirPart = slash.map { given[..<$0] } ?? ""
         let name = slash.map { String(given[given.index(after: $0)...]) } ?? given
@@ -357,50 +379,64 @@ extension Vault {
         } else {
             let resolved = dirPart.isEmpty ? realFolder : realPath(FileSystem.join(folder, String(dirPart)))
             folders[dirPart] = .some(resolved)
-            guard let resolved else { throw failure(errno) }
+            guard let resolved else {
+                let code = errno
+                if code == ENOENT || code == ENOTDIR { throw VaultError.bad("no such file: \(printable(given))") }
+                throw VaultError.bad("cannot read \(printable(given)): \(String(cString: strerror(code)))")
+            }
             realDir = resolved
         }
-        guard realDir == realFolder || realDir.hasPrefix(inside) else {
+        guard realDir == realFolder || realDir.hasPrefix(realFolder == "/" ? "/" : realFolder + "/") else {
             throw VaultError.bad("path \(printable(given)) leads outside the manifest's folder (through a symbolic link)")
         }
-        var real = name.isEmpty ? realDir : FileSystem.join(realDir, name)
-        guard var st = try FileSystem.status(real) else { throw failure(ENOENT) }
-        if st.isSymlink {
-            guard let target = realPath(real) else { throw failure(errno) }
-            guard target.hasPrefix(inside) else {
-                throw VaultError.bad("path \(printable(given)) leads outside the manifest's folder (through a symbolic link)")
-            }
-            guard let targetStatus = try FileSystem.status(target) else { throw failure(ENOENT) }
-            real = target
-            st = targetStatus
-        }
-        if st.isDirectory { throw VaultError.bad("\(printable(given)) is a folder, not a file") }
-        guard st.isRegular else { throw VaultError.bad("\(printable(given)) is not a regular file (a FIFO, socket or device)") }
-        return (real, st)
+        return name.isEmpty ? realDir : FileSystem.join(realDir, name)
     }
 
-    /// Sniffs the file's media type and hashes it (unless the stat cache already named its content and
-    /// the file is still the one the cache saw). Runs on worker threads: no catalog access here.
-    static func hash(_ job: HashJob) throws -> (BlobID, String) {
-        try FileDescriptor.with(job.path, O_RDONLY | O_NONBLOCK) { fd in
-            let now = try fd.stat()
-            guard now.isRegular else { throw VaultError.bad("not a regular file") }
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
-            defer { buffer.deallocate() }
-            let first = try fd.readFully(into: buffer)
-            let mediaType = MediaType.of(head: UnsafeRawBufferPointer(rebasing: buffer[..<min(first, 4096)]), filename: job.name)
-            if let cached = job.cached, now == job.status { return (cached, mediaType) }
-            let hasher = SHA256Hasher()
-            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<first]))
-            if first == buffer.count {
-                while true {
-                    let n = try fd.read(into: buffer)
-                    if n == 0 { break }
-                    hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
-                }
+    /// Opens the row's file (a symbolic link only when it stays inside the manifest's folder), checks
+    /// it is a regular file, sniffs its media type and hashes it — unless it is large and the stat
+    /// cache names its content. Runs on worker threads; one open per file.
+    func hash(_ job: HashJob) throws -> HashedFile {
+        let shown = Self.printable(job.given)
+        var path = job.path
+        var fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW)
+        } catch let error as IOError where error.errno == ELOOP {
+            guard let target = Self.realPath(path) else { throw VaultError.bad("no such file: \(shown)") }
+            guard target.hasPrefix(job.realFolder == "/" ? "/" : job.realFolder + "/") else {
+                throw VaultError.bad("path \(shown) leads outside the manifest's folder (through a symbolic link)")
             }
-            return (hasher.finalize(), mediaType)
+            path = target
+            fd = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW)
+        } catch let error as IOError where error.isNotFound {
+            throw VaultError.bad("no such file: \(shown)")
+        } catch let error as IOError where error.errno == ENXIO {
+            throw VaultError.bad("\(shown) is not a regular file (a FIFO, socket or device)")
         }
+        defer { fd.close() }
+        let status = try fd.stat()
+        if status.isDirectory { throw VaultError.bad("\(shown) is a folder, not a file") }
+        guard status.isRegular else { throw VaultError.bad("\(shown) is not a regular file (a FIFO, socket or device)") }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(Self.statCacheMinimum), alignment: 16)
+        defer { buffer.deallocate() }
+        let first = try fd.readFully(into: buffer)
+        let mediaType = MediaType.of(head: UnsafeRawBufferPointer(rebasing: buffer[..<min(first, 4096)]), filename: job.name)
+        // A large file is hashed only if the stat cache does not name its content (see `flush`).
+        if first == buffer.count { return HashedFile(path: path, status: status, id: nil, mediaType: mediaType, cached: false) }
+        let id = SHA256Hasher.hash([UInt8](UnsafeRawBufferPointer(rebasing: buffer[..<first])))
+        return HashedFile(path: path, status: status, id: id, mediaType: mediaType, cached: false)
+    }
+
+    /// The stat cache: the content of a file seen before with the same device, inode, size and mtime,
+    /// when the vault still holds it.
+    private func cachedContent(_ db: Database, _ path: String, _ st: FileStatus) throws -> BlobID? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+                SELECT c.sha256, b.inline IS NOT NULL FROM importCache c JOIN blobs b ON b.sha256 = c.sha256
+                WHERE c.path = ? AND c.device = ? AND c.inode = ? AND c.size = ? AND c.mtimeNs = ?
+                """), arguments: [path, Int64(bitPattern: st.device), Int64(bitPattern: st.inode), st.size,
+                                  st.mtimeNanoseconds]),
+              let id = BlobID(hex: row[0]), (row[1] as Bool) || blobs.contains(id) else { return nil }
+        return id
     }
 
     // MARK: - Pass 2: write, in batches (blobs installed before the rows that refer to them commit)
@@ -505,7 +541,8 @@ extension Vault {
                             touched.insert(f.receipt)
                         }
                         nextPosition[f.receipt] = position
-                        if !f.cached { try sql.remember(f) }
+                        // The stat cache pays for files whose hashing costs more than a lookup.
+                        if !f.cached && f.size >= Self.statCacheMinimum { try sql.remember(f) }
                         out.append(ImportedFile(id: receipt.id, path: f.given, sha256: f.id.hex, size: f.size,
                                                 deduplicated: deduplicated, existing: !inserted))
                     }

@@ -160,11 +160,15 @@ final class VaultTests: XCTestCase {
 
     func testManifestImportFillsTheStatCache() throws {
         // The stat cache: a second import of an unchanged file takes its hash from the cache.
-        let path = try folder.write("in/a.bin", TestData.random(50_000, seed: 4))
+        let path = try folder.write("in/a.bin", TestData.random(100_000, seed: 4))
         try folder.write("in/m.csv", "path\na.bin\n")
         _ = try vault.importManifest(folder.file("in/m.csv"))
         let cached = try vault.catalog.read { try ImportCacheEntry.fetchOne($0, key: Vault.realPath(path)) }
-        XCTAssertEqual(cached?.sha256, TestData.sha256(TestData.random(50_000, seed: 4)))
+        XCTAssertEqual(cached?.sha256, TestData.sha256(TestData.random(100_000, seed: 4)))
+        // A second import of the unchanged file takes its address from the cache: no new rows, no change.
+        let again = try vault.importManifest(folder.file("in/m.csv"))
+        XCTAssertEqual(again.imported.map(\.existing), [true])
+        XCTAssertEqual(try count("receipts"), 1)
     }
 
     func testExportNamesAreSafeWhateverTheMetadata() throws {
