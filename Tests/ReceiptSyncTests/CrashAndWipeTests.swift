@@ -105,6 +105,32 @@ final class CrashAndWipeTests: XCTestCase {
         try await assertClean(bob)
     }
 
+    func testTwoSyncsOfOneVaultAtOnceTakeTurns() async throws {
+        let h = try await Household.start(["alice", "bob"])
+        defer { Task { await h.shutdown() } }
+        let alice = h["alice"], bob = h["bob"]
+        try await alice.ok(["zone", "create", "household"])
+        for i in 0..<12 { _ = try h.file("pair/p\(i).bin", size: 150_000, seed: UInt64(900 + i)) }
+        try await alice.ok(["import", h.folder.file("files/pair"), "--zone", "household"])
+        try await alice.ok(["share", "household", "bob", "--role", "read"])
+        for member in [alice, bob] {
+            let outputs = [h.folder.file("twin-a"), h.folder.file("twin-b")]
+            let processes = try outputs.map { try CLI.start(["sync", "--json", "--vault", member.vault], output: $0) }
+            var pushed = 0, pulled = 0
+            for (process, output) in zip(processes, outputs) {
+                let result = await CLI.wait(process, output: output)
+                XCTAssertEqual(result.status, 0, result.stderr)
+                pushed += (result.json as? [String: Any])?["pushed"] as? Int ?? -100
+                pulled += (result.json as? [String: Any])?["pulled"] as? Int ?? -100
+            }
+            // Each change travelled once: the second sync found nothing left to do.
+            XCTAssertEqual(pushed, member.name == "alice" ? 12 : 0)
+            XCTAssertEqual(pulled, member.name == "alice" ? 0 : 12)
+            XCTAssertEqual(try outbox(member), 0)
+            try await assertClean(member)
+        }
+    }
+
     func testWipeWaitsForARunningSyncAndLeavesNoHalfVault() async throws {
         let h = try await Household.start(["alice", "bob"])
         defer { Task { await h.shutdown() } }
