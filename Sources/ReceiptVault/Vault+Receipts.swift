@@ -147,7 +147,7 @@ extension Vault {
     public func edit(_ idOrPrefix: String, _ changes: ReceiptMetadata) throws -> ReceiptView {
         let changes = try changes.validated()
         return try wrapped {
-            try catalog.write { db in
+            try mutate { db in
                 let id = try resolveReceipt(db, idOrPrefix)
                 guard var receipt = try Receipt.fetchOne(db, key: id) else {
                     throw VaultError(.notFound, "no receipt \(idOrPrefix)")
@@ -166,7 +166,7 @@ extension Vault {
     @discardableResult
     public func remove(_ idsOrPrefixes: [String]) throws -> [String] {
         try wrapped {
-            try catalog.write { db in
+            try mutate { db in
                 let ids = try idsOrPrefixes.map { try resolveReceipt(db, $0) }
                 for id in Set(ids) {
                     guard let receipt = try Receipt.fetchOne(db, key: id) else { continue }
@@ -183,7 +183,7 @@ extension Vault {
     @discardableResult
     public func detach(_ idOrPrefix: String, blob: String) throws -> ReceiptView {
         try wrapped {
-            try catalog.write { db in
+            try mutate { db in
                 let id = try resolveReceipt(db, idOrPrefix)
                 guard var receipt = try Receipt.fetchOne(db, key: id) else { throw VaultError(.notFound, "no receipt \(idOrPrefix)") }
                 try requireWritable(db, receipt.zone)
@@ -263,6 +263,13 @@ extension Vault {
     func recordChange(_ db: Database, _ id: String, zone: String, _ kind: Change.Kind) throws {
         var change = Change(receiptID: id, zone: zone, kind: kind, at: nowMillis())
         try change.insert(db)
+    }
+
+    /// One write transaction under the shared vault lock, on the catalog this vault opened: `fsck
+    /// --repair` replaces an unreadable catalog under the exclusive lock, and a change must not land
+    /// in the one it set aside.
+    func mutate<T>(_ body: (Database) throws -> T) throws -> T {
+        try locked(.shared) { try catalog.write(body) }
     }
 
     func wrapped<T>(_ body: () throws -> T) throws -> T {

@@ -16,11 +16,25 @@ public final class Vault: Sendable {
 
     public var catalogPath: String { FileSystem.join(path, Catalog.fileName) }
 
+    /// The catalog file this vault opened, to notice it being replaced by `fsck --repair`.
+    private let catalogFile: (device: UInt64, inode: UInt64)?
+
     private init(path: String, catalog: Catalog, settings: VaultSettings) {
         self.path = path
         self.catalog = catalog
         self.blobs = BlobStore(root: path)
         self.settings = settings
+        let st = try? FileSystem.status(FileSystem.join(path, Catalog.fileName), followLinks: true)
+        catalogFile = st.flatMap { $0 }.map { ($0.device, $0.inode) }
+    }
+
+    /// Throws when the catalog file is no longer the one this vault opened.
+    func requireSameCatalog() throws {
+        let st = try FileSystem.status(catalogPath, followLinks: true)
+        guard let opened = catalogFile, let st, st.device == opened.device, st.inode == opened.inode else {
+            throw VaultError(.unusableVault, "the catalog \(catalogPath) was replaced while this command ran "
+                + "(by receipt fsck --repair): nothing was changed; run the command again")
+        }
     }
 
     /// Opens an existing vault. An absent, unreadable or newer catalog is refused with an error
@@ -80,10 +94,11 @@ public final class Vault: Sendable {
         }
     }
 
-    /// Runs `body` holding the vault lock (see `VaultLock`).
+    /// Runs `body` holding the vault lock (see `VaultLock`), on the catalog this vault opened.
     public func locked<T>(_ mode: VaultLock.Mode, _ body: () throws -> T) throws -> T {
         let lock = try VaultLock(vaultPath: path, mode: mode)
         defer { withExtendedLifetime(lock) {} }
+        try requireSameCatalog()
         return try body()
     }
 
