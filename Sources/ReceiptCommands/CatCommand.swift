@@ -23,8 +23,15 @@ struct CatCommand: ParsableCommand {
             let size = try vault.readBlob(record) { _ in }
             return try Output.json(Result(sha256: record.sha256, size: size, verified: true))
         }
+        // A reader that stops early (`receipt cat … | head`) must not kill the process with SIGPIPE:
+        // the write then fails with EPIPE and the command ends with one line and exit 1.
+        signal(SIGPIPE, SIG_IGN)
         let out = FileDescriptorWriter(fd: 1)
-        try vault.readBlob(record) { try out.write($0) }
+        do {
+            try vault.readBlob(record) { try out.write($0) }
+        } catch is FileDescriptorWriter.Closed {
+            throw ProblemsExit(message: "standard output was closed before all \(record.size) bytes of blob \(record.sha256) were written")
+        }
     }
 }
 
@@ -32,12 +39,16 @@ struct CatCommand: ParsableCommand {
 struct FileDescriptorWriter {
     let fd: Int32
 
+    /// The reading end went away (EPIPE).
+    struct Closed: Error {}
+
     func write(_ bytes: UnsafeRawBufferPointer) throws {
         var done = 0
         while done < bytes.count {
             let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
             if n < 0 {
                 if errno == EINTR { continue }
+                if errno == EPIPE { throw Closed() }
                 throw VaultError(.io, "cannot write to standard output: \(String(cString: strerror(errno)))")
             }
             done += n

@@ -201,6 +201,17 @@ final class CommandsTests: CLITestCase {
         try assertRefused(["cat", String(repeating: "0", count: 64)], mentioning: "no blob")
     }
 
+    func testCatIntoAReaderThatStopsEarlyEndsWithExitOneNotASignal() throws {
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/bin/bash"))
+        let big = [0xFF, 0xD8, 0xFF] + TestData.random(3_000_000, seed: 11)
+        try importFile("big.jpg", big)
+        let script = "'\(ReceiptBinary.path)' --vault '\(vault)' cat \(TestData.sha256(big)) | head -c 10 > /dev/null; "
+            + "echo \"status=${PIPESTATUS[0]}\""
+        let r = try ReceiptBinary.run(["-c", script], executable: "/bin/bash")
+        XCTAssertTrue(r.stdout.contains("status=1"), "stdout: \(r.stdout) stderr: \(r.stderr)")
+        XCTAssertTrue(r.stderr.contains("standard output was closed"), r.stderr)
+    }
+
     func testStatsJSONShape() throws {
         try importFile("a.txt", Samples.text)
         try importFile("b.txt", Samples.text)  // same content: one blob
