@@ -206,14 +206,19 @@ class Bench:
             self.why_not = "swift is not installed (pass --receipt PATH)"
             return
         else:
-            self.log("building receipt (release, scratch .build-release)")
-            try:
-                self.run(["nice", "swift", "build", "-c", "release", "--product", "receipt",
-                          "--scratch-path", ".build-release"], "build", cwd=REPO, timeout=3600,
-                         env=os.environ)  # the user's own SwiftPM caches and mirrors
-                self.receipt = os.path.join(REPO, ".build-release", "release", "receipt")
-            except Failed as e:
-                self.why_not = "release build failed (%s)" % str(e).rsplit("(", 1)[-1].rstrip(")")
+            for attempt in range(3):  # a tree others are editing may be mid-change: retry twice
+                self.log("building receipt (release, scratch .build-release)")
+                try:
+                    self.run(["nice", "swift", "build", "-c", "release", "--product", "receipt",
+                              "--scratch-path", ".build-release"], "build", cwd=REPO, timeout=3600,
+                             env=os.environ)  # the user's own SwiftPM caches and mirrors
+                    self.receipt = os.path.join(REPO, ".build-release", "release", "receipt")
+                    break
+                except Failed as e:
+                    self.log("build failed: %s" % e)
+                    self.why_not = "release build failed (%s)" % str(e).rsplit("(", 1)[-1].rstrip(")")
+                    time.sleep(60 if attempt < 2 else 0)
+            else:
                 return
         if not os.access(self.receipt, os.X_OK):
             self.receipt, self.why_not = None, "%s is not an executable" % self.receipt
