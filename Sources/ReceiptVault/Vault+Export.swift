@@ -91,6 +91,12 @@ extension Vault {
     /// The destination must be a new or empty folder, or (zip) a file that does not exist yet in an
     /// existing folder. Checked before anything is written.
     private func checkDestination(_ destination: String, zip: Bool) throws {
+        // Not inside the vault, where the files would be strangers to fsck and gc.
+        var existing = destination
+        while Self.realPath(existing) == nil && existing != "/" && existing != "." { existing = FileSystem.parentPath(existing) }
+        if let real = Self.realPath(existing), let vaultReal = Self.realPath(path), real == vaultReal || real.hasPrefix(vaultReal + "/") {
+            throw VaultError.bad("cannot export to \(destination): it is inside the vault \(path)")
+        }
         let st = try wrapped { try FileSystem.status(destination, followLinks: true) }
         if zip {
             guard destination.lowercased().hasSuffix(".zip") else {

@@ -126,6 +126,8 @@ final class ExportTests: CLITestCase {
         try assertRefused(["export", folder.file("old.zip"), "--zip"], mentioning: "already exists")
         XCTAssertEqual(try String(contentsOfFile: folder.file("old.zip"), encoding: .utf8), "not a zip")
         try assertRefused(["export", folder.file("a-file"), "--zip"], mentioning: ".zip file")
+        try assertRefused(["export", vault + "/exported"], mentioning: "inside the vault")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: vault + "/exported"))
         try folder.write("plain", "x")
         try assertRefused(["export", folder.file("plain")], mentioning: "not a folder")
         XCTAssertFalse(FileManager.default.fileExists(atPath: folder.file("a-file")))

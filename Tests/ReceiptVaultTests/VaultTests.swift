@@ -182,7 +182,16 @@ final class VaultTests: XCTestCase {
                                                                        filename: "../../.x\(merchant)", size: 1,
                                                                        mediaType: "application/pdf")]))
         }
+        // Two receipts whose names would collide (same date, merchant and id prefix) get -2.
+        let twin = { (id: String) in
+            ReceiptView(id: id, zone: "personal", merchant: "Acme", date: "2025-03-04", total: nil, currency: nil,
+                        category: nil, note: nil, tags: [],
+                        attachments: [ReceiptView.File(sha256: String(repeating: "b", count: 64), filename: "a.PDF", size: 1,
+                                                       mediaType: "application/pdf")])
+        }
+        receipts += [twin("1f2e3d4c-0000-4000-8000-000000000001"), twin("1f2e3d4c-0000-4000-8000-000000000002")]
         let items = Vault.exportNames(receipts)
+        XCTAssertEqual(items.suffix(2).map(\.name), ["2025/03/2025-03-04_acme_1f2e3d4c.pdf", "2025/03/2025-03-04_acme_1f2e3d4c-2.pdf"])
         XCTAssertEqual(Set(items.map(\.name)).count, items.count, "unique")
         for item in items {
             let parts = item.name.split(separator: "/", omittingEmptySubsequences: false)
