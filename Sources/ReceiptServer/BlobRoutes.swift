@@ -41,7 +41,7 @@ struct BlobRoutes {
     func receive(_ body: RequestBody, expected: BlobID) async throws -> Int64 {
         let store = catalog.blobs
         let path = store.interimPath + "/upload-" + SecureRandom.hex(16) + ".interim"
-        let fd = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+        let fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
         defer {
             fd.close()
             try? FileSystem.remove(path)
@@ -64,8 +64,15 @@ struct BlobRoutes {
             throw ServerError(422, "the uploaded bytes hash to \(actual), not to \(expected): the blob was not kept")
         }
         if !store.contains(expected) {
-            try fd.seek(to: 0)
-            _ = try store.write(from: fd, compression: .none, expected: expected)
+            // The server keeps original bytes, so the verified staging file is the blob: make it
+            // durable and rename it into place (the store's install order: fsync, rename, fsync folder).
+            try fd.sync()
+            let folder = store.blobsPath + "/" + expected.fanOut
+            let created = !FileSystem.exists(folder)
+            if created { try FileSystem.makeDirectories(folder) }
+            try FileSystem.rename(path, store.path(for: expected))
+            try FileSystem.syncDirectory(folder)
+            if created { try FileSystem.syncDirectory(store.blobsPath) }
         }
         return size
     }
