@@ -10,6 +10,24 @@ import Glibc
 /// addition of this project, written by `export` so names survive a round trip.
 public enum ManifestColumn: String, CaseIterable, Sendable {
     case path, id, filename, merchant, date, total, currency, category, note, tags, sha256, zone
+
+    /// Position in `allCases`, without hashing (asked for every cell of every row).
+    var ordinal: Int {
+        switch self {
+        case .path: 0
+        case .id: 1
+        case .filename: 2
+        case .merchant: 3
+        case .date: 4
+        case .total: 5
+        case .currency: 6
+        case .category: 7
+        case .note: 8
+        case .tags: 9
+        case .sha256: 10
+        case .zone: 11
+        }
+    }
 }
 
 /// One bad row (or a bad header, line 1) of a manifest.
@@ -36,9 +54,11 @@ public struct ManifestError: Error, CustomStringConvertible, Sendable {
 /// One data row of a manifest as read: the values of the header's columns and the line it starts on.
 struct ManifestRecord {
     let line: Int
-    let values: [ManifestColumn: String]
+    let fields: [String]
+    /// For each column (by `ordinal`), its field's index; nil when the header lacks the column.
+    let positions: [Int?]
 
-    subscript(_ column: ManifestColumn) -> String? { values[column] }
+    subscript(_ column: ManifestColumn) -> String? { positions[column.ordinal].map { fields[$0] } }
 }
 
 /// Streams a manifest (RFC 4180 CSV, UTF-8, header row) row by row through CSV.swift, keeping track of
@@ -48,6 +68,7 @@ final class ManifestReader {
     let path: String
     /// The column of each CSV field, in header order.
     let columns: [ManifestColumn]
+    private let positions: [Int?]
     private let reader: CSVReader
     private let stream: DescriptorInputStream
     private var nextLine: Int
@@ -98,6 +119,9 @@ final class ManifestReader {
         }
         if !problems.isEmpty { throw ManifestError(file: path, problems: problems) }
         self.columns = columns
+        var positions = [Int?](repeating: nil, count: ManifestColumn.allCases.count)
+        for (index, column) in columns.enumerated() { positions[column.ordinal] = index }
+        self.positions = positions
     }
 
     /// The next non-blank row, or nil at the end. Throws when the file cannot be read or decoded;
@@ -111,9 +135,7 @@ final class ManifestReader {
                 return .failure(ManifestProblem(line: line, message:
                     "has \(fields.count) field\(fields.count == 1 ? "" : "s"), the header has \(columns.count)"))
             }
-            var values: [ManifestColumn: String] = [:]
-            for (column, value) in zip(columns, fields) { values[column] = value }
-            return .success(ManifestRecord(line: line, values: values))
+            return .success(ManifestRecord(line: line, fields: fields, positions: positions))
         }
         try Self.check(reader, stream, path: path, line: nextLine)
         return nil
