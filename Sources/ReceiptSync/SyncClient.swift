@@ -220,7 +220,7 @@ public struct SyncClient: Sendable {
             } catch {
                 throw SyncError("the download of blob \(id) from \(baseURL) was cut off: \(Self.reason(error))")
             }
-            try fd.sync()
+            // Not fsynced: callers copy it into the store, which makes its own copy durable.
             let actual = hasher.finalize()
             guard actual == id else {
                 throw SyncError("the server sent bytes for blob \(id) that hash to \(actual): they were dropped")
