@@ -46,8 +46,21 @@ public struct ManifestError: Error, CustomStringConvertible, Sendable {
     public let file: String
     public let problems: [ManifestProblem]
 
-    /// One line per problem: `FILE:LINE: message`.
-    public var lines: [String] { problems.map { "\(file):\($0.line): \($0.message)" } }
+    /// One line per bad row: `FILE:LINE: message` (several problems of one row joined by "; ").
+    public var lines: [String] {
+        var out: [String] = []
+        var current: (line: Int, messages: [String])?
+        for p in problems {
+            if current?.line == p.line {
+                current?.messages.append(p.message)
+                continue
+            }
+            if let c = current { out.append("\(file):\(c.line): " + c.messages.joined(separator: "; ")) }
+            current = (p.line, [p.message])
+        }
+        if let c = current { out.append("\(file):\(c.line): " + c.messages.joined(separator: "; ")) }
+        return out
+    }
     public var description: String { lines.joined(separator: "\n") }
 }
 

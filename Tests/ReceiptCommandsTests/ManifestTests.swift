@@ -161,6 +161,12 @@ final class ManifestTests: CLITestCase {
         try assertRefused(["import", "--manifest", invalid], mentioning: "not valid UTF-8")
     }
 
+    func testARowWithSeveralProblemsIsOneLine() throws {
+        let path = try manifest("path,date,total\nmissing.pdf,2025-02-30,1e9\ntill.txt,2025-01-01,1\n")
+        try assertRefused(["import", "--manifest", path],
+                          mentioning: ":2: invalid date '2025-02-30': no such day; invalid total '1e9'")
+    }
+
     func testNULBytesInAManifestAreRefusedClearly() throws {
         let path = try manifest("path,merchant\ntill.txt,\"Ac\u{0}me\"\n")
         try assertRefused(["import", "--manifest", path], mentioning: ":2: merchant contains a NUL byte")
