@@ -58,6 +58,10 @@ struct BlobTransfer {
             let temp = vault.blobs.interimPath + "/upload-" + SecureRandom.hex(12) + ".interim"
             defer { try? FileSystem.remove(temp) }
             try vault.copyBlob(record, to: temp)
+            // Held while the upload reads it, so fsck sees a staging file a running command owns.
+            let lock = try FileDescriptor.open(temp, O_RDONLY)
+            defer { lock.close() }
+            _ = flock(lock.raw, LOCK_EX | LOCK_NB)
             try await client.upload(id, fileAt: temp)
         }
     }

@@ -36,12 +36,20 @@ final class HouseholdSyncTests: XCTestCase {
         let r1 = importedID(try await alice.ok(["import", big.path, "--zone", "household", "--merchant", "Grocer",
                                                 "--total", "12.34", "--date", "2024-05-01", "--json"]))
         let r2 = importedID(try await alice.ok(["import", small.path, "--zone", "household", "--merchant", "Bakery", "--json"]))
+        // A compressible attachment is stored xz-compressed and must travel as its original bytes.
+        let text = Array(String(repeating: "2024-05-01 Bakery sourdough 4.20 EUR\n", count: 3000).utf8)
+        let textPath = try h.folder.write("files/ledger.txt", text)
+        let textSHA = SHA256Hasher.hash(text).hex
+        try await alice.ok(["attach", r2, textPath])
+        let aliceVault = try Vault.open(at: alice.vault)
+        XCTAssertEqual(try aliceVault.blobRecord(textSHA).encoding, "xz")
+        try aliceVault.close()
         let mine = importedID(try await alice.ok(["import", privateFile.path, "--json"]))
         try await alice.ok(["share", "household", "bob", "--role", "write"])
         try await alice.ok(["share", "household", "carol", "--role", "read"])
         let pushed = try await alice.sync()
         XCTAssertEqual(pushed["pushed"] as? Int, 3)
-        XCTAssertEqual(pushed["blobsUploaded"] as? Int, 3)
+        XCTAssertEqual(pushed["blobsUploaded"] as? Int, 4)
         XCTAssertEqual(pushed["conflicts"] as? Int, 0)
 
         for member in [bob, carol, mallory] { _ = try await member.sync() }
@@ -62,7 +70,7 @@ final class HouseholdSyncTests: XCTestCase {
         XCTAssertEqual(bobs[r1]?["zone"] as? String, "alice/household")
         checkEqual(Set(try await carol.receipts().keys), [r1, r2])
         checkTrue(try await mallory.receipts().isEmpty)
-        for (file, member) in [(big, bob), (small, bob), (big, carol)] {
+        for (file, member) in [(big, bob), (small, bob), (big, carol), ((path: textPath, sha256: textSHA), bob)] {
             // `cat` fails unless the bytes it wrote hash to the address.
             try await member.ok(["cat", file.sha256])
             let copy = h.folder.file("copy-" + SecureRandom.hex(4))
@@ -88,10 +96,10 @@ final class HouseholdSyncTests: XCTestCase {
         XCTAssertEqual(Set(alices.keys), [r1, r2, r3])
         XCTAssertEqual(alices[r2]?["note"] as? String, "paid cash")
         XCTAssertEqual(alices[r3]?["zone"] as? String, "household")
-        let aliceVault = try Vault.open(at: alice.vault)
+        let aliceAgain = try Vault.open(at: alice.vault)
         let fromBob = h.folder.file("from-bob")
-        try aliceVault.copyBlob(try aliceVault.blobRecord(bobFile.sha256), to: fromBob)
-        try aliceVault.close()
+        try aliceAgain.copyBlob(try aliceAgain.blobRecord(bobFile.sha256), to: fromBob)
+        try aliceAgain.close()
         XCTAssertEqual(try SHA256Hasher.hash(fileAt: fromBob).0.hex, bobFile.sha256)
         checkEqual(Set(try await carol.receipts().keys), [r1, r2, r3])
 
