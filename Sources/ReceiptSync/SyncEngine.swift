@@ -44,6 +44,8 @@ public final class SyncEngine {
     let transfer: BlobTransfer
     let progress: Progress
     var report = SyncReport()
+    /// Own zones found re-created on the server during this sync, whose receipts are pushed again.
+    var requeued: [ZoneRef] = []
     public var pageSize = WireProtocol.defaultPageSize
     public var pushBatch = 200
     /// Blob uploads or downloads in flight at once.
@@ -63,6 +65,7 @@ public final class SyncEngine {
         let lock = try await SyncLock.acquire(vaultPath: vault.path)
         defer { withExtendedLifetime(lock) {} }
         report = SyncReport()
+        requeued = []
         try checkNotWiping()
         transfer.removeStaleStaging()
         let account = try await client.account()
@@ -76,6 +79,7 @@ public final class SyncEngine {
         }
         try await push(zones)
         for zone in zones { try await pull(zone) }
+        if !requeued.isEmpty { try await push(requeued) }
         return report
     }
 
@@ -352,6 +356,7 @@ public final class SyncEngine {
             do {
                 page = try await client.changes(owner: zone.owner, name: zone.remote, since: token, limit: pageSize)
             } catch let error as SyncError where error.status == 410 && !restarted {
+                try forget(zone)
                 token = nil
                 restarted = true
                 continue
@@ -366,6 +371,28 @@ public final class SyncEngine {
             token = page.changeToken
             if !page.more { return }
         }
+    }
+
+    /// The server's zone is not the one this vault synced with (deleted and created again, e.g. by
+    /// `wipe --remote` elsewhere). The owner's receipts are queued to be pushed into the new zone;
+    /// a participant's copy is dropped and pulled again from the owner's new zone.
+    func forget(_ zone: ZoneRef) throws {
+        try vault.catalog.write { db in
+            if zone.role == WireRole.owner.rawValue {
+                try db.execute(sql: "DELETE FROM syncState WHERE zone = ?", arguments: [zone.local])
+                try db.execute(sql: """
+                    INSERT INTO changes(receiptID, zone, kind, at)
+                    SELECT id, zone, 'upsert', ? FROM receipts
+                    WHERE zone = ? AND id NOT IN (SELECT receiptID FROM changes)
+                    """, arguments: [nowMillis(), zone.local])
+            } else {
+                try db.execute(sql: "DELETE FROM receipts WHERE zone = ?", arguments: [zone.local])
+                try db.execute(sql: "DELETE FROM syncState WHERE zone = ?", arguments: [zone.local])
+                try db.execute(sql: "DELETE FROM changes WHERE zone = ?", arguments: [zone.local])
+            }
+            try db.execute(sql: "UPDATE zones SET changeToken = NULL WHERE name = ?", arguments: [zone.local])
+        }
+        if zone.role == WireRole.owner.rawValue { requeued.append(zone) }
     }
 
     func applyPulled(_ db: Database, zone: ZoneRef, record: WireRecord) throws {

@@ -211,6 +211,40 @@ final class CrashAndWipeTests: XCTestCase {
         XCTAssertEqual(try SHA256Hasher.hash(fileAt: copy).0.hex, lost.sha256)
     }
 
+    func testZonesWipedOnTheServerAreRestoredByTheOwnersOtherVault() async throws {
+        let h = try await Household.start(["alice", "bob"])
+        defer { Task { await h.shutdown() } }
+        let alice = h["alice"], bob = h["bob"]
+        // alice's second machine: a vault of its own on the same account.
+        let laptop = Member(name: "alice", token: alice.token, vault: h.folder.file("vault-alice-laptop"), folder: h.folder)
+        try await laptop.ok(["init", "--inline-threshold", "1024"])
+        try await laptop.ok(["remote", "set", h.server.url, "--account", "alice", "--token", alice.token])
+        try await alice.ok(["zone", "create", "household"])
+        for i in 0..<5 { _ = try h.file("restore/r\(i).bin", size: 3000 + i, seed: UInt64(300 + i)) }
+        try await alice.ok(["import", h.folder.file("files/restore"), "--zone", "household"])
+        try await alice.ok(["share", "household", "bob", "--role", "read"])
+        _ = try await alice.sync()
+        _ = try await laptop.sync()
+        _ = try await bob.sync()
+        checkEqual(try await laptop.receipts(zone: "household").count, 5)
+        // The laptop wipes itself and the account's zones on the server.
+        try await laptop.ok(["wipe", "--remote", "--yes"])
+        checkEqual(try await h.raw.call(.GET, "/v1/zones", token: alice.token).text, #"{"zones":[]}"#)
+        // alice's desktop still holds everything: its next sync puts the zones back (not shared any more).
+        _ = try await alice.sync()
+        checkEqual(try await alice.receipts(zone: "household").count, 5)
+        let changes = try JSONDecoder().decode(WireChangesResponse.self,
+                                               from: Data(try await h.raw.call(.GET, "/v1/zones/alice/household/changes", token: alice.token).body))
+        XCTAssertEqual(changes.records.filter { !$0.deleted }.count, 5)
+        // Shared again before bob syncs: his change token belongs to the old zone, so he drops his
+        // copy and pulls the new zone from the start.
+        try await alice.ok(["share", "household", "bob", "--role", "read"])
+        _ = try await bob.sync()
+        checkEqual(try await bob.receipts(zone: "alice/household").count, 5)
+        try await assertClean(alice)
+        try await assertClean(bob)
+    }
+
     func testServerProcessStopsCleanlyOnSIGTERMAndRestartsWithItsData() async throws {
         let folder = TemporaryFolder("receipt-server")
         let data = folder.file("data")
