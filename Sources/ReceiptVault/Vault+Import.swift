@@ -32,6 +32,39 @@ public struct ImportProgress: Sendable {
     public var bytesTotal: Int64
 }
 
+/// How much one import batch may gather before it is flushed and committed. Fewer, larger batches
+/// mean fewer flushes (two syncfs and one SQLite commit each); the limits keep resources bounded.
+struct BatchBudget {
+    /// Each staged file stays open and locked until the batch is installed.
+    static let stagedFilesLimit = 256
+    /// Staged bytes wait in interim/ (on disk, not in memory) until the batch is installed.
+    static let stagedBytesLimit: Int64 = 1 << 30
+    /// Small files are held in memory until their rows commit.
+    static let inlineBytesLimit: Int64 = 32 << 20
+    /// Rows of one transaction.
+    static let rowsLimit = 16384
+
+    private var rows = 0
+    private var staged = 0
+    private var stagedBytes: Int64 = 0
+    private var inlineBytes: Int64 = 0
+
+    mutating func add(size: Int64, inline: Bool) {
+        rows += 1
+        if inline {
+            inlineBytes += size
+        } else {
+            staged += 1
+            stagedBytes += size
+        }
+    }
+
+    var isFull: Bool {
+        rows >= Self.rowsLimit || staged >= Self.stagedFilesLimit || stagedBytes >= Self.stagedBytesLimit
+            || inlineBytes >= Self.inlineBytesLimit
+    }
+}
+
 /// A regular file found for import.
 struct InputFile: Sendable {
     let path: String
@@ -51,8 +84,6 @@ struct PreparedBlob: Sendable {
 }
 
 extension Vault {
-    static let batchFiles = 64
-    static let batchBytes: Int64 = 256 << 20
 
     /// Imports each file as one receipt; folders are walked (symbolic links, FIFOs, sockets and devices
     /// inside them are skipped and reported). Paths named explicitly must exist and be readable
@@ -72,7 +103,9 @@ extension Vault {
                 while start < inputs.endIndex {
                     var end = start
                     var bytes: Int64 = 0
-                    while end < inputs.endIndex && end - start < Self.batchFiles && bytes < Self.batchBytes {
+                    var budget = BatchBudget()
+                    while end < inputs.endIndex && !budget.isFull {
+                        budget.add(size: inputs[end].status.size, inline: inputs[end].status.size < settings.inlineThreshold)
                         bytes += inputs[end].status.size
                         end += 1
                     }

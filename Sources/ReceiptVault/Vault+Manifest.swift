@@ -112,7 +112,6 @@ struct HashedFile: Sendable {
 
 extension Vault {
     /// Rows written per catalog transaction (small files live inline: no fsync each).
-    static let manifestBatchRows = 16384
     /// Files smaller than this are hashed again rather than looked up in the stat cache.
     static let statCacheMinimum: Int64 = 64 << 10
 
@@ -456,12 +455,11 @@ extension Vault {
             var first = true
             while start < plan.files.endIndex || first {
                 var end = start
-                var staged = 0
-                var bytes: Int64 = 0
-                while end < plan.files.endIndex && end - start < Self.manifestBatchRows
-                        && staged < Self.batchFiles && bytes < Self.batchBytes {
+                var budget = BatchBudget()
+                while end < plan.files.endIndex && !budget.isFull {
                     let f = plan.files[end]
-                    if !f.known && f.size >= settings.inlineThreshold { staged += 1; bytes += f.size }
+                    // A file whose content the vault holds already costs a row, no bytes.
+                    budget.add(size: f.known ? 0 : f.size, inline: f.known || f.size < settings.inlineThreshold)
                     end += 1
                 }
                 let batch = plan.files[start..<end]
