@@ -124,7 +124,7 @@ extension Vault {
                              report: inout ImportReport) throws {
         var prepared: [(InputFile, PreparedBlob)] = []
         defer { for (_, p) in prepared { if let s = p.staged { blobs.discard(s) } } }
-        let outcomes = Parallel.map(Array(batch)) { input in try self.prepare(input) }
+        let outcomes = Parallel.mapLargestFirst(Array(batch), cost: \.status.size) { input in try self.prepare(input) }
         var firstError: Error?
         for (input, outcome) in zip(batch, outcomes) {
             switch outcome {
