@@ -10,8 +10,10 @@ class CLITestCase: XCTestCase {
 
     override func setUpWithError() throws {
         folder = TemporaryFolder("receipt-cli")
-        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: ReceiptBinary.path),
-                          "build the binary first: swift build --product receipt")
+        guard FileManager.default.isExecutableFile(atPath: ReceiptBinary.path) else {
+            XCTFail("the receipt binary is not built at \(ReceiptBinary.path): run tools/test (it builds it)")
+            throw CocoaError(.fileNoSuchFile)
+        }
         let r = try receipt("init")
         XCTAssertEqual(r.status, 0, r.stderr)
     }
