@@ -136,7 +136,7 @@ final class CrashAndWipeTests: XCTestCase {
         defer { Task { await h.shutdown() } }
         let alice = h["alice"], bob = h["bob"]
         try await alice.ok(["zone", "create", "household"])
-        for i in 0..<24 { _ = try h.file("wipe/w\(i).bin", size: 400_000, seed: UInt64(500 + i)) }
+        for i in 0..<48 { _ = try h.file("wipe/w\(i).bin", size: 500_000, seed: UInt64(500 + i)) }
         try await alice.ok(["import", h.folder.file("files/wipe"), "--zone", "household"])
         try await alice.ok(["share", "household", "bob", "--role", "read"])
         _ = try await alice.sync()
