@@ -30,6 +30,11 @@ public enum Wipe {
         guard vaultPath != "/" && vaultPath != "." && vaultPath != ".." && !vaultPath.hasSuffix("/..") && !vaultPath.hasSuffix("/.") else {
             throw SyncError("refusing to wipe \(given): give the vault's own folder")
         }
+        // A vault reached through a symbolic link is wiped where it really is.
+        if let st = try FileSystem.status(vaultPath), st.isSymlink, let real = realpath(vaultPath, nil) {
+            vaultPath = String(cString: real)
+            free(real)
+        }
         let catalogPath = FileSystem.join(vaultPath, Catalog.fileName)
         let parent = FileSystem.parentPath(vaultPath)
         let base = vaultPath.split(separator: "/").last.map(String.init) ?? "vault"
