@@ -37,7 +37,7 @@ final class TestServer: @unchecked Sendable {
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else {
             _ = try await task.value
-            throw XCTSkip("the server stopped before listening")
+            throw HarnessError("the test server stopped before it listened")
         }
         return TestServer(data: data, port: port, task: task)
     }
@@ -109,7 +109,7 @@ enum CLI {
 
     static func start(_ args: [String], output: String) throws -> Process {
         guard FileSystem.exists(binary) else {
-            throw XCTSkip("the receipt binary is not built at \(binary): run `swift build --product receipt` (tools/test does)")
+            throw HarnessError("the receipt binary is not built at \(binary): run tools/test (it builds it)")
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
@@ -249,4 +249,10 @@ func checkTrue(_ a: Bool, _ message: @autoclosure () -> String = "", file: Stati
 
 func checkFalse(_ a: Bool, _ message: @autoclosure () -> String = "", file: StaticString = #filePath, line: UInt = #line) {
     XCTAssertFalse(a, message(), file: file, line: line)
+}
+
+/// A failure of the test set-up itself (thrown, so the test fails rather than being skipped).
+struct HarnessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }
