@@ -50,23 +50,7 @@ extension BlobStore {
         defer { chunk.deallocate() }
         var first = try source.readFully(into: chunk)
 
-        var encoding: BlobEncoding
-        switch mode {
-        case .none: encoding = .identity
-        case .xz: encoding = .xz
-        case .auto:
-            encoding = .identity
-            let head = UnsafeRawBufferPointer(rebasing: chunk[..<first])
-            if !seekable {
-                if CompressionAdvisor.worthCompressing(head) { encoding = .xz }
-            } else if first >= 512 && !CompressionAdvisor.isCompressedFormat(head) {
-                // Estimate the whole file (page-cache speed), then start over from its beginning.
-                let ratio = try CompressionAdvisor.estimatedRatio(of: source, headCount: first, in: chunk)
-                if ratio <= CompressionAdvisor.autoMaximumRatio { encoding = .xz }
-                try source.seek(to: 0)
-                first = try source.readFully(into: chunk)
-            }
-        }
+        var encoding = try chooseEncoding(source, mode: mode, chunk: chunk, first: &first, seekable: seekable)
         let staged = try stageStream(source, chunk: chunk, firstCount: first, encoding: encoding,
                                      preset: mode == .auto ? BlobStore.autoPreset : BlobStore.xzPreset)
         if mode == .auto, encoding == .xz, seekable,
@@ -80,6 +64,50 @@ extension BlobStore {
             return try check(plain, expected: expected)
         }
         return try check(staged, expected: expected)
+    }
+
+    /// The encoding `mode` asks for this content. `chunk` holds the first `first` bytes of `source`;
+    /// for `auto` on a seekable source the whole file is read once to estimate xz's ratio, then the
+    /// first chunk is read again.
+    func chooseEncoding(_ source: FileDescriptor, mode: CompressionMode, chunk: UnsafeMutableRawBufferPointer,
+                        first: inout Int, seekable: Bool) throws -> BlobEncoding {
+        switch mode {
+        case .none: return .identity
+        case .xz: return .xz
+        case .auto:
+            let head = UnsafeRawBufferPointer(rebasing: chunk[..<first])
+            if !seekable { return CompressionAdvisor.worthCompressing(head) ? .xz : .identity }
+            guard first >= 512 && !CompressionAdvisor.isCompressedFormat(head) else { return .identity }
+            let ratio = try CompressionAdvisor.estimatedRatio(of: source, headCount: first, in: chunk)
+            try source.seek(to: 0)
+            first = try source.readFully(into: chunk)
+            return ratio <= CompressionAdvisor.autoMaximumRatio ? .xz : .identity
+        }
+    }
+
+    /// Installs a file that already sits in `interim/` and whose bytes the caller verified to hash to
+    /// `id` (a download, say), by renaming it into place when `mode` would store it uncompressed, else
+    /// by staging a compressed copy. The file is consumed either way. Saves writing every byte twice.
+    public func install(verifiedFileAt path: String, as id: BlobID, compression mode: CompressionMode) throws -> StoredBlob {
+        defer { try? FileSystem.remove(path) }
+        let fd = try FileDescriptor.open(path, O_RDONLY)
+        var owned = false
+        defer { if !owned { fd.close() } }
+        let size = try fd.stat().size
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: BlobStore.chunkSize, alignment: 16)
+        defer { chunk.deallocate() }
+        var first = try fd.readFully(into: chunk)
+        if try chooseEncoding(fd, mode: mode, chunk: chunk, first: &first, seekable: true) == .identity {
+            while flock(fd.raw, LOCK_EX) != 0 {
+                if errno == EINTR { continue }
+                throw IOError("locking", path: path, errno: errno)
+            }
+            owned = true
+            let staged = StagedBlob(id: id, size: size, storedSize: size, encoding: .identity, path: path, descriptor: fd)
+            return try install([staged])[0]
+        }
+        try fd.seek(to: 0)
+        return try write(from: fd, compression: mode, expected: id)
     }
 
     /// Stages in-memory bytes (small blobs, tests).

@@ -36,9 +36,7 @@ struct BlobTransfer {
             return BlobRecord(sha256: id.hex, size: size, storedSize: size, encoding: BlobEncoding.identity.rawValue,
                               inline: bytes, createdAt: now)
         }
-        let stored = try FileDescriptor.with(temp, O_RDONLY) { fd in
-            try vault.blobs.write(from: fd, compression: vault.settings.compression, expected: id)
-        }
+        let stored = try vault.blobs.install(verifiedFileAt: temp, as: id, compression: vault.settings.compression)
         return BlobRecord(sha256: id.hex, size: stored.size, storedSize: stored.storedSize,
                           encoding: stored.encoding.rawValue, inline: nil, createdAt: now)
     }

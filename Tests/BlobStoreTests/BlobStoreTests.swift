@@ -221,4 +221,21 @@ final class BlobStoreTests: XCTestCase {
         try folder.write("interim/left-by-a-crash.interim", "partial")
         XCTAssertEqual(try store.interimFiles().map(\.owned), [false])
     }
+
+    func testVerifiedDownloadIsRenamedIntoPlaceOrCompressed() throws {
+        let photo = [0xFF, 0xD8, 0xFF, 0xE0] + TestData.random(600_000, seed: 61)
+        let photoPath = try folder.write("interim/download-1.interim", photo)
+        let stored = try store.install(verifiedFileAt: photoPath, as: SHA256Hasher.hash(photo), compression: .auto)
+        XCTAssertEqual(stored.encoding, .identity)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: photoPath), "the download itself became the blob")
+        XCTAssertEqual(try readAll(stored.id, .identity), photo)
+
+        let text = TestData.text(700_000, seed: 62)
+        let textPath = try folder.write("interim/download-2.interim", text)
+        let packed = try store.install(verifiedFileAt: textPath, as: SHA256Hasher.hash(text), compression: .auto)
+        XCTAssertEqual(packed.encoding, .xz, "auto still compresses what pays")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: textPath))
+        XCTAssertEqual(try readAll(packed.id, .xz), text)
+        XCTAssertEqual(try store.interimFiles().count, 0)
+    }
 }
