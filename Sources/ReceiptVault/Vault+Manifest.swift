@@ -21,7 +21,44 @@ public struct ManifestProgress: Sendable {
 /// The metadata of one receipt as a manifest gives it: the values of the metadata columns present
 /// in the header, canonical (validated). An empty value clears the field.
 struct ManifestMetadata: Equatable {
-    var values: [ManifestColumn: String] = [:]
+    var values = Values()
+
+    /// One slot per metadata column: held inline, not in a dictionary per row of a large manifest.
+    struct Values: Equatable {
+        private var merchant, date, total, currency, category, note, tags: String?
+
+        subscript(_ column: ManifestColumn) -> String? {
+            get {
+                switch column {
+                case .merchant: merchant
+                case .date: date
+                case .total: total
+                case .currency: currency
+                case .category: category
+                case .note: note
+                case .tags: tags
+                default: nil
+                }
+            }
+            set {
+                switch column {
+                case .merchant: merchant = newValue
+                case .date: date = newValue
+                case .total: total = newValue
+                case .currency: currency = newValue
+                case .category: category = newValue
+                case .note: note = newValue
+                case .tags: tags = newValue
+                default: break
+                }
+            }
+        }
+
+        /// The columns with a value, in `ManifestMetadata.columns` order.
+        var present: [(column: ManifestColumn, value: String)] {
+            ManifestMetadata.columns.compactMap { c in self[c].map { (c, $0) } }
+        }
+    }
 
     static let columns: [ManifestColumn] = [.merchant, .date, .total, .currency, .category, .note, .tags]
 
@@ -73,8 +110,12 @@ struct ManifestReceipt {
 struct ManifestFile: Sendable {
     let line: Int
     let given: String
-    let path: String
-    let name: String
+    /// The file's real folder: one string shared by all rows of that folder.
+    let folder: String
+    /// The real path when the row's file is a symbolic link (inside the manifest's folder).
+    let link: String?
+    /// The `filename` column, when given.
+    let filename: String?
     let receipt: Int
     let id: BlobID
     let size: Int64
@@ -84,6 +125,9 @@ struct ManifestFile: Sendable {
     let known: Bool
     /// The stat cache already has this file's entry.
     let cached: Bool
+
+    var path: String { link ?? FileSystem.join(folder, Vault.lastComponent(given)) }
+    var name: String { filename ?? Vault.lastComponent(given) }
 }
 
 /// A row's file to hash (pass 1), with what the row said about it.
@@ -92,8 +136,11 @@ struct HashJob: Sendable {
     let given: String
     /// In the manifest's real folder; the last component may still be a symbolic link.
     let path: String
+    /// The real folder of `path`.
+    let folder: String
     let realFolder: String
     let name: String
+    let filename: String?
     let expected: BlobID?
     /// The receipt the file belongs to; nil when the row is bad anyway.
     let receipt: Int?
@@ -114,6 +161,8 @@ extension Vault {
     /// Rows written per catalog transaction (small files live inline: no fsync each).
     /// Files smaller than this are hashed again rather than looked up in the stat cache.
     static let statCacheMinimum: Int64 = 64 << 10
+    /// Rows whose small files a manifest import reads at once (inside the batch's transaction).
+    static let manifestReadSlice = 1024
 
     /// Imports the receipts a manifest describes (see `ManifestColumn`). Every row is checked first —
     /// files present, readable, inside the manifest's folder and hashing to `sha256` when given;
@@ -183,6 +232,14 @@ extension Vault {
                         case .failure(let error): results[i] = .failure(error)
                         }
                     }
+                    // One query for the batch's hashes, not one per row.
+                    let hashes = results.compactMap { result -> String? in
+                        guard case .success(let hashed) = result, !hashed.cached else { return nil }
+                        return hashed.id?.hex
+                    }
+                    let stored = hashes.isEmpty ? [] : Set(try String.fetchAll(db, sql: """
+                        SELECT sha256 FROM blobs WHERE sha256 IN (\(databaseQuestionMarks(count: hashes.count)))
+                        """, arguments: StatementArguments(hashes)))
                     for (job, result) in zip(jobs, results) {
                         switch result {
                         case .failure(let error as VaultError):
@@ -198,12 +255,10 @@ extension Vault {
                                 continue
                             }
                             guard let receipt = job.receipt else { continue }
-                            var known = hashed.cached
-                            if !known {
-                                known = try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM blobs WHERE sha256 = ?"),
-                                                          arguments: [id.hex]) != nil
-                            }
-                            plan.files.append(ManifestFile(line: job.line, given: job.given, path: hashed.path, name: job.name,
+                            let known = hashed.cached || stored.contains(id.hex)
+                            plan.files.append(ManifestFile(line: job.line, given: job.given, folder: job.folder,
+                                                           link: hashed.path == job.path ? nil : hashed.path,
+                                                           filename: job.filename,
                                                            receipt: receipt, id: id, size: hashed.status.size,
                                                            mediaType: hashed.mediaType, status: hashed.status, known: known,
                                                            cached: hashed.cached))
@@ -261,7 +316,7 @@ extension Vault {
 
                     // The file
                     let given = row[.path] ?? ""
-                    var file: String?
+                    var file: (folder: String, path: String)?
                     if given.isEmpty {
                         if givenID == nil && row[.id]?.isEmpty ?? true {
                             bad("path is empty (only a row with an id may describe a receipt without a file)")
@@ -283,7 +338,7 @@ extension Vault {
                     if rowProblems.isEmpty {
                         if let givenID, let existing = receiptIndex[givenID] {
                             var receipt = plan.receipts[existing]
-                            for (column, value) in metadata.values where !value.isEmpty {
+                            for (column, value) in metadata.values.present where !value.isEmpty {
                                 if let before = receipt.metadata.values[column], !before.isEmpty, before != value {
                                     bad("\(column.rawValue) '\(Self.printable(value))' differs from '\(Self.printable(before))' "
                                         + "given for receipt \(givenID) on line \(receipt.firstLine)")
@@ -341,8 +396,10 @@ extension Vault {
                     }
                     if let file {
                         // Opened, checked and hashed with the next rows' files, on every core.
-                        let name = row[.filename].flatMap { $0.isEmpty ? nil : $0 } ?? Self.lastComponent(given)
-                        jobs.append(HashJob(line: row.line, given: given, path: file, realFolder: realFolder, name: name,
+                        let filename = row[.filename].flatMap { $0.isEmpty ? nil : $0 }
+                        jobs.append(HashJob(line: row.line, given: given, path: file.path, folder: file.folder,
+                                            realFolder: realFolder, name: filename ?? Self.lastComponent(given),
+                                            filename: filename,
                                             expected: expected, receipt: rowProblems.isEmpty ? index : nil))
                     }
                     for message in rowProblems { problems.append(ManifestProblem(line: row.line, message: message)) }
@@ -360,7 +417,7 @@ extension Vault {
     /// The row's file inside the manifest's folder: relative, no `..`, and its folder (resolved once
     /// per folder) no symbolic link leading out. The file itself is checked when `hash` opens it.
     static func confine(_ given: String, folder: String, realFolder: String,
-                        folders: inout [Substring: String?]) throws -> String {
+                        folders: inout [Substring: String?]) throws -> (folder: String, path: String) {
         if given.contains("\0") { throw VaultError.bad("invalid path '\(printable(given))': it contains a NUL byte") }
         if given.hasPrefix("/") {
             throw VaultError.bad("path \(printable(given)) is absolute: paths are relative to the manifest's folder")
@@ -388,7 +445,7 @@ extension Vault {
         guard realDir == realFolder || realDir.hasPrefix(realFolder == "/" ? "/" : realFolder + "/") else {
             throw VaultError.bad("path \(printable(given)) leads outside the manifest's folder (through a symbolic link)")
         }
-        return name.isEmpty ? realDir : FileSystem.join(realDir, name)
+        return (realDir, name.isEmpty ? realDir : FileSystem.join(realDir, name))
     }
 
     /// Opens the row's file (a symbolic link only when it stays inside the manifest's folder), checks
@@ -466,33 +523,33 @@ extension Vault {
                 // Read (and stage) the new content of the batch; a file that changed since it was
                 // checked is reported and skipped.
                 var prepared: [BlobID: PreparedBlob] = [:]
-                var failed = Set<Int>()
                 var unreadable: [BlobID: String] = [:]
                 defer { for p in prepared.values { if let s = p.staged { blobs.discard(s) } } }
-                var toRead: [ManifestFile] = []
                 var seen = Set<BlobID>()
-                for f in batch where !f.known && !written.contains(f.id) && seen.insert(f.id).inserted { toRead.append(f) }
-                for (f, outcome) in zip(toRead, Parallel.map(toRead) { try self.readManifestFile($0) }) {
-                    switch outcome {
-                    case .success(let blob): prepared[f.id] = blob
-                    case .failure(let error): unreadable[f.id] = Self.message(error)
+                /// Reads the rows' new content not read yet (large files: staged).
+                func read(_ rows: ArraySlice<ManifestFile>, large: Bool) {
+                    var toRead: [ManifestFile] = []
+                    for f in rows where !f.known && !written.contains(f.id) && (f.size >= settings.inlineThreshold) == large
+                        && seen.insert(f.id).inserted { toRead.append(f) }
+                    for (f, outcome) in zip(toRead, Parallel.map(toRead) { try self.readManifestFile($0) }) {
+                        switch outcome {
+                        case .success(let blob): prepared[f.id] = blob
+                        case .failure(let error): unreadable[f.id] = Self.message(error)
+                        }
                     }
                 }
-                for (offset, f) in zip(batch.indices, batch) where !f.known && !written.contains(f.id) {
-                    if let error = unreadable[f.id] {
-                        failed.insert(offset)
-                        report.failed.append(FailedFile(path: f.given, error: error))
-                    }
-                }
+                // Large files are staged (on disk) and installed before the transaction; small ones are
+                // read slice by slice inside it, so the batch's bytes are never all in memory.
+                read(batch, large: true)
                 let installed = try installStaged(Array(prepared.values))
                 let now = nowMillis()
                 let isFirst = first
                 let results: [ImportedFile] = try catalog.write { db in
                     let sql = ManifestSQL(db: db, now: now)
                     if isFirst {
-                        // A page cache that holds the batch: SQLite would otherwise spill and re-read pages
-                        // of the randomly keyed indexes (ids, hashes) many times per batch.
-                        try db.execute(sql: "PRAGMA cache_size = -65536")
+                        // A page cache for the interior pages of the randomly keyed indexes (ids, hashes),
+                        // bounded: the inline blobs' leaf pages are written once and need no caching.
+                        try db.execute(sql: "PRAGMA cache_size = -16384")
                         for name in plan.newZones where try !Zone.exists(db, key: name) {
                             try Zone(name: name, createdAt: now).insert(db)
                         }
@@ -504,7 +561,15 @@ extension Vault {
                     var out: [ImportedFile] = []
                     var recorded = Set<Int>()  // receipts whose outbox entry this batch wrote
                     var touched = Set<Int>()   // receipts that gained an attachment
-                    for (offset, f) in zip(batch.indices, batch) where !failed.contains(offset) {
+                    for (offset, f) in zip(batch.indices, batch) {
+                        if (offset - batch.startIndex) % Self.manifestReadSlice == 0 {
+                            for (id, blob) in prepared where blob.inline != nil { prepared[id] = nil }
+                            read(batch[offset..<min(offset + Self.manifestReadSlice, batch.endIndex)], large: false)
+                        }
+                        if !f.known && !written.contains(f.id), let error = unreadable[f.id] {
+                            report.failed.append(FailedFile(path: f.given, error: error))
+                            continue
+                        }
                         // Held by some receipt already: in the vault before, or written by an earlier row.
                         let held = f.known || written.contains(f.id)
                         var deduplicated = true
