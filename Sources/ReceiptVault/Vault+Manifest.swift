@@ -502,9 +502,11 @@ extension Vault {
         var tally = ManifestProgress(phase: .importing, rowsDone: 0, rowsTotal: plan.files.count, bytesDone: 0,
                                      bytesTotal: plan.bytes)
         // Receipts with no file are written with the first batch.
-        let fileless = Set(plan.receipts.indices).subtracting(plan.files.map(\.receipt))
-        var started = Set<Int>()        // receipts whose row was written
-        var nextPosition: [Int: Int] = [:]
+        // Per receipt, by index (arrays, not sets: a manifest may describe 100,000 receipts).
+        var hasFile = [Bool](repeating: false, count: plan.receipts.count)
+        for f in plan.files { hasFile[f.receipt] = true }
+        var started = [Bool](repeating: false, count: plan.receipts.count)  // its row was written
+        var nextPosition = [Int](repeating: -1, count: plan.receipts.count)  // -1: not known yet
         var written = Set<BlobID>()    // blobs this import put in the catalog
         var tagJSON: [[String]: String] = [:]
         try locked(.shared) {
@@ -549,13 +551,13 @@ extension Vault {
                     if isFirst {
                         // A page cache for the interior pages of the randomly keyed indexes (ids, hashes),
                         // bounded: the inline blobs' leaf pages are written once and need no caching.
-                        try db.execute(sql: "PRAGMA cache_size = -16384")
+                        try db.execute(sql: "PRAGMA cache_size = -4096")
                         for name in plan.newZones where try !Zone.exists(db, key: name) {
                             try Zone(name: name, createdAt: now).insert(db)
                         }
-                        for index in fileless.sorted() {
+                        for index in plan.receipts.indices where !hasFile[index] {
                             try writeManifestReceipt(sql, plan.receipts[index], tagJSON: &tagJSON)
-                            started.insert(index)
+                            started[index] = true
                         }
                     }
                     var out: [ImportedFile] = []
@@ -578,22 +580,22 @@ extension Vault {
                             written.insert(f.id)
                         }
                         let receipt = plan.receipts[f.receipt]
-                        if !receipt.given, !started.contains(f.receipt), held,
+                        if !receipt.given, !started[f.receipt], held,
                            let existing = try receiptHolding(db, f.id, named: f.name, in: receipt.zone) {
                             // Without an id, a file already filed under this name in the zone is not added again.
                             out.append(ImportedFile(id: existing, path: f.given, sha256: f.id.hex, size: f.size,
                                                     deduplicated: true, existing: true))
                             continue
                         }
-                        if !started.contains(f.receipt) {
+                        if !started[f.receipt] {
                             if try writeManifestReceipt(sql, receipt, tagJSON: &tagJSON) { recorded.insert(f.receipt) }
-                            started.insert(f.receipt)
+                            started[f.receipt] = true
                         }
                         var position: Int
-                        if let p = nextPosition[f.receipt] {
-                            position = p
+                        if nextPosition[f.receipt] >= 0 {
+                            position = nextPosition[f.receipt]
                         } else if receipt.exists {
-                            position = (try Int.fetchOne(db, sql: "SELECT max(position) FROM attachments WHERE receiptID = ?",
+                            position = (try Int.fetchOne(db.cachedStatement(sql: "SELECT max(position) FROM attachments WHERE receiptID = ?"),
                                                          arguments: [receipt.id]) ?? -1) + 1
                         } else {
                             position = 0
