@@ -422,12 +422,15 @@ extension Vault {
         if given.hasPrefix("/") {
             throw VaultError.bad("path \(printable(given)) is absolute: paths are relative to the manifest's folder")
         }
-        if given.split(separator: "/").contains("..") {
+        // On bytes, as the kernel reads the path: a combining mark after a '/' joins it into one
+        // Character, which would hide a ".." component from a String split.
+        let bytes = given.utf8
+        if bytes.split(separator: UInt8(ascii: "/")).contains(where: { $0.elementsEqual("..".utf8) }) {
             throw VaultError.bad("path \(printable(given)) leaves the manifest's folder ('..' is not allowed)")
         }
-        let slash = given.lastIndex(of: "/")
+        let slash = bytes.lastIndex(of: UInt8(ascii: "/"))
         let dirPart = slash.map { given[..<$0] } ?? ""
-        let name = slash.map { String(given[given.index(after: $0)...]) } ?? given
+        let name = slash.map { String(given[bytes.index(after: $0)...]) } ?? given
         let realDir: String
         if let cached = folders[dirPart] {
             guard let cached else { throw VaultError.bad("no such file: \(printable(given))") }
@@ -704,8 +707,12 @@ extension Vault {
         return String(cString: resolved)
     }
 
+    /// The last non-empty component, split on bytes like `confine`.
     static func lastComponent(_ path: String) -> String {
-        path.split(separator: "/").last.map(String.init) ?? path
+        let bytes = path.utf8
+        guard let last = bytes.lastIndex(where: { $0 != UInt8(ascii: "/") }) else { return path }
+        let start = bytes[..<last].lastIndex(of: UInt8(ascii: "/")).map(bytes.index(after:)) ?? bytes.startIndex
+        return String(path[start..<bytes.index(after: last)])
     }
 
     /// A value as it can be shown on one line: control characters escaped.

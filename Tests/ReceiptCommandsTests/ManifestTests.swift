@@ -105,6 +105,7 @@ final class ManifestTests: CLITestCase {
             fifo-link,,,,,,
             scan.png,,,,,,
             ,,,,,,merchant only
+            ../\u{301}outside.pdf,,,,,,
 
             """)
         XCTAssertEqual(symlink("../outside.pdf", folder.file("m/link.txt")), 0)
@@ -131,6 +132,7 @@ final class ManifestTests: CLITestCase {
             (15, "is a folder"),
             (16, "leads outside the manifest's folder"),
             (18, "path is empty"),
+            (19, "leaves the manifest's folder"),  // a combining mark after '/' hides '..' from String.split
         ]
         XCTAssertEqual(lines.count, expected.count, r.stderr)
         for (line, text) in expected {
