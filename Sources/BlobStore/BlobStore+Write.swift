@@ -98,10 +98,7 @@ extension BlobStore {
         defer { chunk.deallocate() }
         var first = try fd.readFully(into: chunk)
         if try chooseEncoding(fd, mode: mode, chunk: chunk, first: &first, seekable: true) == .identity {
-            while flock(fd.raw, LOCK_EX) != 0 {
-                if errno == EINTR { continue }
-                throw IOError("locking", path: path, errno: errno)
-            }
+            try fd.lock()
             owned = true
             let staged = StagedBlob(id: id, size: size, storedSize: size, encoding: .identity, path: path, descriptor: fd)
             return try install([staged])[0]
@@ -182,10 +179,7 @@ extension BlobStore {
             // Blocking: the file is new and randomly named, so the only other holder can be a
             // momentary probe (fsck, gc asking whether it is owned). A failed non-blocking attempt
             // would leave a staging file that looks stale while it is being written.
-            while flock(fd.raw, LOCK_EX) != 0 {
-                if errno == EINTR { continue }
-                throw IOError("locking", path: path, errno: errno)
-            }
+            try fd.lock()
             let (id, size, stored, encoding) = try fill(fd)
             // Not durable yet: `install` flushes the batch before any rename. Starting the writeback
             // now lets the disk work while the next file is hashed.

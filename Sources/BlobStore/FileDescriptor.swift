@@ -53,6 +53,11 @@ public struct FileDescriptor: Sendable {
         try bytes.withUnsafeBytes { try write($0) }
     }
 
+    /// Takes an exclusive flock, waiting for it.
+    public func lock() throws {
+        try sys("locking", path) { flock(raw, LOCK_EX) }
+    }
+
     public func sync() throws {
         try sys("syncing", path) { cfileops_fsync(raw) }
     }

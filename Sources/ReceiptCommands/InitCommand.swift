@@ -1,5 +1,6 @@
 import ArgumentParser
 import BlobStore
+import ReceiptCatalog
 import ReceiptVault
 
 struct InitCommand: ParsableCommand {
@@ -12,7 +13,7 @@ struct InitCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Blobs smaller than this many bytes live inside the catalog (0 = every blob is a file).",
                                valueName: "bytes"))
-    var inlineThreshold: Int64 = 100 * 1024
+    var inlineThreshold: Int64 = VaultSettings.defaultInlineThreshold
 
     @Option(help: ArgumentHelp("none, xz, or auto (xz only where it saves at least 10 %).", valueName: "mode"))
     var compression: String = "auto"

@@ -97,48 +97,23 @@ public enum ReceiptBinary {
         for (k, v) in environment { env[k] = v }
         process.environment = env
         if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
+        // Output goes to files, not pipes: a large output can then never block the child.
+        let out = NSTemporaryDirectory() + "/receipt-out-" + UUID().uuidString
+        let err = out + ".err"
+        defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: err) }
+        FileManager.default.createFile(atPath: out, contents: nil)
+        FileManager.default.createFile(atPath: err, contents: nil)
+        let outHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+        let errHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
+        defer { try? outHandle.close(); try? errHandle.close() }
+        process.standardOutput = outHandle
+        process.standardError = errHandle
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        // Drain both pipes while the child runs so a large output cannot block it.
-        let outData = UnsafeSendableBox(Data())
-        let group = DispatchGroupless()
-        group.run { outData.value = out.fileHandleForReading.readDataToEndOfFile() }
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
         process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: outData.value, as: UTF8.self),
-                      stderr: String(decoding: errData, as: UTF8.self), stdoutData: outData.value)
-    }
-}
-
-/// A value shared with one helper thread, accessed before start and after join only.
-public final class UnsafeSendableBox<T>: @unchecked Sendable {
-    public var value: T
-    public init(_ value: T) { self.value = value }
-}
-
-/// Runs one closure on a helper thread and waits for it.
-public final class DispatchGroupless: @unchecked Sendable {
-    private var thread: Thread?
-    private let done = NSCondition()
-    private var finished = false
-
-    public init() {}
-
-    public func run(_ body: @escaping @Sendable () -> Void) {
-        thread = Thread { [self] in
-            body()
-            done.lock(); finished = true; done.signal(); done.unlock()
-        }
-        thread?.start()
-    }
-
-    public func wait() {
-        done.lock()
-        while !finished { done.wait() }
-        done.unlock()
+        let outData = try Data(contentsOf: URL(fileURLWithPath: out))
+        let errData = try Data(contentsOf: URL(fileURLWithPath: err))
+        return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                      stderr: String(decoding: errData, as: UTF8.self), stdoutData: outData)
     }
 }
