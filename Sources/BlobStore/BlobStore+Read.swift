@@ -37,24 +37,26 @@ extension BlobStore {
     }
 
     /// Copies the blob's original bytes to a new file at `destination` (which must not exist).
-    /// Identity blobs are cloned (FICLONE) where the file system shares extents, else copied in the
-    /// kernel (copy_file_range), else streamed; never hard-linked, so editing the copy cannot touch the
-    /// store. With `verify`, the copy is hashed and removed again if it does not match `id`.
+    /// Identity blobs are cloned (FICLONE) where the file system shares extents; otherwise the bytes
+    /// are streamed device to device (direct I/O), hashed on the way, and the copy is removed again if
+    /// they do not hash to `id`. Never hard-linked, so editing the copy cannot touch the store.
+    /// With `verify`, a clone is re-read and hashed too.
     public func copy(_ id: BlobID, encoding: BlobEncoding, to destination: String, verify: Bool = true) throws {
         let source = try openInstalled(id)
         defer { source.close() }
         let out = try FileDescriptor.open(destination, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
         do {
             defer { out.close() }
-            if encoding == .identity {
-                try Self.cloneOrCopy(from: source, to: out)
+            if encoding == .identity && cfileops_ficlone(out.raw, source.raw) == 0 {
                 if verify {
                     let (actual, _) = try SHA256Hasher.hash(fileAt: destination)
                     if actual != id { throw BlobError.corrupt(id, detail: "its bytes hash to \(actual)") }
                 }
-            } else {
-                _ = try Self.decode(source, id: id, encoding: encoding) { try out.write($0) }
+                return
             }
+            let writer = DirectWriter(out)
+            _ = try Self.decode(source, id: id, encoding: encoding) { try writer.write($0) }
+            try writer.finish()
         } catch {
             try? FileSystem.remove(destination)
             throw error
@@ -79,12 +81,13 @@ extension BlobStore {
             size += Int64(piece.count)
             try sink(piece)
         }
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        let chunk = DirectIO.allocateChunk()
         defer { chunk.deallocate() }
+        var reader = DirectReader(fd)
         do {
             let xz = encoding == .xz ? try XZStream(.decompress) : nil
             while true {
-                let n = try fd.read(into: chunk)
+                let n = try reader.read(into: chunk)
                 if n == 0 { break }
                 let piece = UnsafeRawBufferPointer(rebasing: chunk[..<n])
                 if let xz { try xz.process(piece, sink: emit) } else { try emit(piece) }
@@ -97,28 +100,6 @@ extension BlobStore {
         let actual = hasher.finalize()
         if actual != id { throw BlobError.corrupt(id, detail: "its bytes hash to \(actual)") }
         return size
-    }
-
-    static func cloneOrCopy(from source: FileDescriptor, to out: FileDescriptor) throws {
-        if cfileops_ficlone(out.raw, source.raw) == 0 { return }
-        while true {
-            let n = cfileops_copy_file_range(source.raw, out.raw, 1 << 30)
-            if n == 0 { return }
-            if n > 0 { continue }
-            let code = errno
-            if code == EXDEV || code == ENOSYS || code == EINVAL || code == EOPNOTSUPP || code == EPERM {
-                break
-            }
-            throw IOError("copying to", path: out.path, errno: code)
-        }
-        // The kernel cannot copy between these files: stream from where copy_file_range stopped.
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
-        defer { chunk.deallocate() }
-        while true {
-            let n = try source.read(into: chunk)
-            if n == 0 { return }
-            try out.write(UnsafeRawBufferPointer(rebasing: chunk[..<n]))
-        }
     }
 }
 

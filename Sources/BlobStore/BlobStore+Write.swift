@@ -46,7 +46,7 @@ extension BlobStore {
     /// `seekable` lets `auto` rewrite the blob uncompressed when xz turned out not to save 10 %.
     public func stage(from source: FileDescriptor, compression mode: CompressionMode,
                       expected: BlobID? = nil, seekable: Bool = true) throws -> StagedBlob {
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: BlobStore.chunkSize, alignment: 16)
+        let chunk = DirectIO.allocateChunk()
         defer { chunk.deallocate() }
         var first = try source.readFully(into: chunk)
 
@@ -85,26 +85,39 @@ extension BlobStore {
         }
     }
 
-    /// Installs a file that already sits in `interim/` and whose bytes the caller verified to hash to
-    /// `id` (a download, say), by renaming it into place when `mode` would store it uncompressed, else
-    /// by staging a compressed copy. The file is consumed either way. Saves writing every byte twice.
-    public func install(verifiedFileAt path: String, as id: BlobID, compression mode: CompressionMode) throws -> StoredBlob {
-        defer { try? FileSystem.remove(path) }
-        let fd = try FileDescriptor.open(path, O_RDONLY)
-        var owned = false
-        defer { if !owned { fd.close() } }
-        let size = try fd.stat().size
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: BlobStore.chunkSize, alignment: 16)
+    /// Starts a blob that arrives piece by piece (a network body) as a new staging file.
+    public func incoming() throws -> IncomingBlob {
+        let (fd, path) = try createStagingFile()
+        return IncomingBlob(fd: fd, path: path)
+    }
+
+    /// The staged original bytes, stored as `mode` says: the same staging file when that keeps them
+    /// uncompressed (installing it then renames it into place: every byte written once), else a
+    /// compressed copy staged from it (the original is dropped).
+    public func encoded(_ staged: StagedBlob, compression mode: CompressionMode) throws -> StagedBlob {
+        guard staged.encoding == .identity, mode != .none else { return staged }
+        let fd = try FileDescriptor.open(staged.path, O_RDONLY)
+        defer { fd.close() }
+        let chunk = DirectIO.allocateChunk()
         defer { chunk.deallocate() }
         var first = try fd.readFully(into: chunk)
-        if try chooseEncoding(fd, mode: mode, chunk: chunk, first: &first, seekable: true) == .identity {
-            try fd.lock()
-            owned = true
-            let staged = StagedBlob(id: id, size: size, storedSize: size, encoding: .identity, path: path, descriptor: fd)
-            return try install([staged])[0]
-        }
+        if try chooseEncoding(fd, mode: mode, chunk: chunk, first: &first, seekable: true) == .identity { return staged }
         try fd.seek(to: 0)
-        return try write(from: fd, compression: mode, expected: id)
+        let packed = try stage(from: fd, compression: mode, expected: staged.id)
+        discard(staged)
+        return packed
+    }
+
+    /// The original bytes of a staged uncompressed blob, read back and verified against its address
+    /// (`.corrupt` otherwise): for callers that keep small blobs in memory rather than as files.
+    public func contents(of staged: StagedBlob) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: Int(staged.size))
+        let n = try FileDescriptor.with(staged.path, O_RDONLY) { fd in try bytes.withUnsafeMutableBytes { try fd.readFully(into: $0) } }
+        let actual = SHA256Hasher.hash(Array(bytes[..<n]))
+        guard n == Int(staged.size), actual == staged.id else {
+            throw BlobError.corrupt(staged.id, detail: "its staged bytes changed on disk (they hash to \(actual))")
+        }
+        return bytes
     }
 
     /// Stages in-memory bytes (small blobs, tests).
@@ -146,9 +159,10 @@ extension BlobStore {
         try withStagingFile { fd in
             let hasher = SHA256Hasher()
             let xz = encoding == .xz ? try XZStream(.compress(preset: preset)) : nil
+            let writer = DirectWriter(fd)
             var size: Int64 = 0
             var stored: Int64 = 0
-            let sink: (UnsafeRawBufferPointer) throws -> Void = { try fd.write($0); stored += Int64($0.count) }
+            let sink: (UnsafeRawBufferPointer) throws -> Void = { try writer.write($0); stored += Int64($0.count) }
             var count = firstCount
             while count > 0 {
                 let piece = UnsafeRawBufferPointer(rebasing: chunk[..<count])
@@ -158,6 +172,7 @@ extension BlobStore {
                 count = try source.readFully(into: chunk)
             }
             try xz?.finish(sink: sink)
+            try writer.finish()
             return (hasher.finalize(), size, stored, encoding)
         }
     }
@@ -167,6 +182,22 @@ extension BlobStore {
     private func withStagingFile(
         _ fill: (FileDescriptor) throws -> (BlobID, Int64, Int64, BlobEncoding)
     ) throws -> StagedBlob {
+        let (fd, path) = try createStagingFile()
+        do {
+            let (id, size, stored, encoding) = try fill(fd)
+            // Not durable yet: `install` flushes the batch before any rename. Starting the writeback
+            // now lets the disk work while the next file is hashed.
+            _ = cfileops_start_writeback(fd.raw)
+            return StagedBlob(id: id, size: size, storedSize: stored, encoding: encoding, path: path, descriptor: fd)
+        } catch {
+            fd.close()
+            try? FileSystem.remove(path)
+            throw error
+        }
+    }
+
+    /// Creates `interim/<random>.interim`, open for writing and locked by this process.
+    fileprivate func createStagingFile() throws -> (FileDescriptor, String) {
         let path = interimPath + "/" + SecureRandom.hex(16) + ".interim"
         let fd: FileDescriptor
         do {
@@ -180,16 +211,12 @@ extension BlobStore {
             // momentary probe (fsck, gc asking whether it is owned). A failed non-blocking attempt
             // would leave a staging file that looks stale while it is being written.
             try fd.lock()
-            let (id, size, stored, encoding) = try fill(fd)
-            // Not durable yet: `install` flushes the batch before any rename. Starting the writeback
-            // now lets the disk work while the next file is hashed.
-            _ = cfileops_start_writeback(fd.raw)
-            return StagedBlob(id: id, size: size, storedSize: stored, encoding: encoding, path: path, descriptor: fd)
         } catch {
             fd.close()
             try? FileSystem.remove(path)
             throw error
         }
+        return (fd, path)
     }
 
     /// Drops a staging file that will not be installed.
@@ -265,4 +292,57 @@ extension BlobStore {
     public func write(bytes: [UInt8], compression: CompressionMode) throws -> StoredBlob {
         try install([stage(bytes: bytes, compression: compression)])[0]
     }
+}
+
+/// A blob arriving piece by piece (a network body): each piece is hashed and written (direct I/O) to
+/// a locked staging file in `interim/` as it arrives, so memory stays one piece whatever the size.
+/// `finish` checks the address and hands over a `StagedBlob` to install; anything else (`discard`,
+/// an error, dropping it) removes the file.
+public final class IncomingBlob: @unchecked Sendable {
+    private let fd: FileDescriptor
+    private let path: String
+    private let writer: DirectWriter
+    private let hasher = SHA256Hasher()
+    private var open = true
+    public private(set) var size: Int64 = 0
+
+    init(fd: FileDescriptor, path: String) {
+        self.fd = fd
+        self.path = path
+        writer = DirectWriter(fd)
+    }
+
+    public func append(_ bytes: UnsafeRawBufferPointer) throws {
+        hasher.update(bytes)
+        try writer.write(bytes)
+        size += Int64(bytes.count)
+    }
+
+    /// The complete staged blob; throws `.mismatch` (the file removed) when the bytes do not hash to
+    /// `expected`. Not durable yet: installing it is.
+    public func finish(expected: BlobID) throws -> StagedBlob {
+        do {
+            try writer.finish()
+        } catch {
+            discard()
+            throw error
+        }
+        let actual = hasher.finalize()
+        guard actual == expected else {
+            discard()
+            throw BlobError.mismatch(expected: expected, actual: actual)
+        }
+        open = false
+        _ = cfileops_start_writeback(fd.raw)
+        return StagedBlob(id: actual, size: size, storedSize: size, encoding: .identity, path: path, descriptor: fd)
+    }
+
+    public func discard() {
+        guard open else { return }
+        open = false
+        fd.close()
+        try? FileSystem.remove(path)
+    }
+
+    deinit { discard() }
 }

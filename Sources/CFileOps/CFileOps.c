@@ -1,4 +1,4 @@
-// Glibc as imported by Swift does not define _GNU_SOURCE, which hides copy_file_range,
+// Glibc as imported by Swift does not define _GNU_SOURCE, which hides O_DIRECT and syncfs,
 // and FICLONE is an _IOW macro Swift cannot import: this file exposes both.
 #define _GNU_SOURCE
 #include "CFileOps.h"
@@ -17,12 +17,6 @@ int cfileops_ficlone(int dst_fd, int src_fd) {
 #endif
 }
 
-ssize_t cfileops_copy_file_range(int src_fd, int dst_fd, size_t len) {
-    ssize_t n;
-    do { n = copy_file_range(src_fd, NULL, dst_fd, NULL, len, 0); } while (n < 0 && errno == EINTR);
-    return n;
-}
-
 int cfileops_fsync(int fd) {
     int r;
     do { r = fsync(fd); } while (r < 0 && errno == EINTR);
@@ -37,4 +31,10 @@ int cfileops_syncfs(int fd) {
 
 int cfileops_start_writeback(int fd) {
     return sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+}
+
+int cfileops_set_direct(int fd, int on) {
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0) return -1;
+    return fcntl(fd, F_SETFL, on ? (flags | O_DIRECT) : (flags & ~O_DIRECT));
 }

@@ -1,6 +1,5 @@
 import BlobStore
 
-// BlobStore's names, spelled unambiguously for files that also import NIO (which has its own
-// `IOError` and `FileDescriptor`).
-typealias BlobFileDescriptor = FileDescriptor
+// BlobStore's IOError, spelled unambiguously for files that also import NIO (which has its own
+// `IOError`).
 typealias BlobIOError = IOError

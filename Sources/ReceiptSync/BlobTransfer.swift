@@ -11,34 +11,40 @@ struct BlobTransfer {
     let vault: Vault
     let client: SyncClient
 
-    /// Downloads blob `hex` and makes it durable in the vault: inline bytes (returned in the record,
-    /// for the caller to insert) below the vault's inline threshold, else a file installed under
-    /// `blobs/` (the record's row still to be inserted by the caller, after the file is durable).
-    func fetch(_ hex: String) async throws -> BlobRecord {
+    /// Downloads blob `hex` for the vault: inline bytes (in the returned row) below the vault's inline
+    /// threshold, else a staged file, encoded as the vault stores blobs, for the caller to install
+    /// (durably) before the row is inserted.
+    func fetch(_ hex: String) async throws -> FetchedBlob {
         guard let id = BlobID(hex: hex) else { throw SyncError("\(hex) is not a blob address") }
         let now = nowMillis()
         // A file a killed sync installed but did not get to reference: adopt it once it verifies.
         if let storedSize = try? vault.blobs.storedSize(of: id), let encoding = try? vault.blobs.detectEncoding(id),
            let size = try? vault.blobs.verify(id, encoding: encoding), size >= vault.settings.inlineThreshold {
-            return BlobRecord(sha256: id.hex, size: size, storedSize: storedSize, encoding: encoding.rawValue,
-                              inline: nil, createdAt: now)
+            return FetchedBlob(record: BlobRecord(sha256: id.hex, size: size, storedSize: storedSize, encoding: encoding.rawValue,
+                                                  inline: nil, createdAt: now), staged: nil)
         }
-        try FileSystem.makeDirectories(vault.blobs.interimPath)
-        let temp = vault.blobs.interimPath + "/download-" + SecureRandom.hex(12) + ".interim"
-        let size = try await client.download(id, to: temp)
-        defer { try? FileSystem.remove(temp) }
-        if size < vault.settings.inlineThreshold {
-            var bytes = [UInt8](repeating: 0, count: Int(size))
-            let n = try FileDescriptor.with(temp, O_RDONLY) { fd in try bytes.withUnsafeMutableBytes { try fd.readFully(into: $0) } }
-            guard n == Int(size), SHA256Hasher.hash(bytes) == id else {
-                throw SyncError("the downloaded blob \(id) changed on disk before it was stored")
+        let threshold = vault.settings.inlineThreshold
+        let staged: StagedBlob
+        switch try await client.download(id, into: vault.blobs, inMemoryBelow: threshold) {
+        case .bytes(let bytes):
+            return FetchedBlob(record: BlobRecord(sha256: id.hex, size: Int64(bytes.count), storedSize: Int64(bytes.count),
+                                                  encoding: BlobEncoding.identity.rawValue, inline: bytes, createdAt: now), staged: nil)
+        case .staged(let file) where file.size < threshold:
+            // The server did not announce the size: keep small bytes inline all the same.
+            defer { vault.blobs.discard(file) }
+            do {
+                let bytes = try vault.blobs.contents(of: file)
+                return FetchedBlob(record: BlobRecord(sha256: id.hex, size: file.size, storedSize: file.size,
+                                                      encoding: BlobEncoding.identity.rawValue, inline: bytes, createdAt: now), staged: nil)
+            } catch let error as BlobError {
+                throw SyncError("the downloaded blob \(id) was not stored: \(error)")
             }
-            return BlobRecord(sha256: id.hex, size: size, storedSize: size, encoding: BlobEncoding.identity.rawValue,
-                              inline: bytes, createdAt: now)
+        case .staged(let file):
+            staged = file
         }
-        let stored = try vault.blobs.install(verifiedFileAt: temp, as: id, compression: vault.settings.compression)
-        return BlobRecord(sha256: id.hex, size: stored.size, storedSize: stored.storedSize,
-                          encoding: stored.encoding.rawValue, inline: nil, createdAt: now)
+        let encoded = try vault.blobs.encoded(staged, compression: vault.settings.compression)
+        return FetchedBlob(record: BlobRecord(sha256: id.hex, size: encoded.size, storedSize: encoded.storedSize,
+                                              encoding: encoded.encoding.rawValue, inline: nil, createdAt: now), staged: encoded)
     }
 
     /// Uploads the vault's blob `hex`, its original bytes verified by the server against the address.
@@ -77,24 +83,31 @@ public struct RemoteBlobFetcher: Sendable {
         self.client = remote.client()
     }
 
-    /// Downloads blob `id` into a new file at `destination` (which must not exist), verified
-    /// against the address (the file is removed and an error thrown otherwise). Returns its size.
-    /// The server answers only for blobs of zones the account can read.
-    public func fetch(_ id: BlobID, to destination: String) async throws -> Int64 {
-        try await client.download(id, to: destination)
-    }
-
     /// Downloads blob `id` and installs it in the vault's blob tree as an external file, with the
     /// vault's compression. Returns how it was stored, for the caller to update the blob's row
     /// (encoding, stored size) if they differ. Use it for a blob whose row says it is external.
     public func restore(_ id: BlobID) async throws -> StoredBlob {
-        try FileSystem.makeDirectories(vault.blobs.interimPath)
-        let temp = vault.blobs.interimPath + "/download-" + SecureRandom.hex(12) + ".interim"
-        defer { try? FileSystem.remove(temp) }
-        _ = try await client.download(id, to: temp)
-        return try FileDescriptor.with(temp, O_RDONLY) { fd in
-            try vault.blobs.write(from: fd, compression: vault.settings.compression, expected: id)
+        let staged: StagedBlob
+        switch try await client.download(id, into: vault.blobs) {
+        case .staged(let file): staged = file
+        case .bytes(let bytes): staged = try vault.blobs.stage(bytes: bytes, compression: .none)
         }
+        return try vault.blobs.install([vault.blobs.encoded(staged, compression: vault.settings.compression)])[0]
+    }
+}
+
+/// A downloaded blob: its row, and for an external one the staged file to install before the row.
+struct FetchedBlob: Sendable {
+    var record: BlobRecord
+    var staged: StagedBlob?
+
+    /// The row as the installed file says: an identical blob already there may be stored otherwise.
+    func installed(as stored: StoredBlob?) -> BlobRecord {
+        guard let stored else { return record }
+        var row = record
+        row.storedSize = stored.storedSize
+        row.encoding = stored.encoding.rawValue
+        return row
     }
 }
 

@@ -168,12 +168,10 @@ public struct SyncClient: Sendable {
 
     /// Uploads the file at `path` (the blob's original bytes) as blob `id`, streaming it.
     public func upload(_ id: BlobID, fileAt path: String) async throws {
-        let fd = try BlobFileDescriptor.open(path, O_RDONLY)
-        defer { fd.close() }
-        let size = try fd.stat().size
+        let file = try ChunkedFileReader(path: path)
         var request = request(.PUT, "/v1/blobs/\(id.hex)")
         request.headers.add(name: "Content-Type", value: "application/octet-stream")
-        request.body = .stream(FileChunks(fd: fd), length: .known(size))
+        request.body = .stream(FileChunks(file: file), length: .known(try file.size()))
         let response = try await execute(request, timeout: Self.blobTimeout, path: "/v1/blobs/\(id.hex)")
         let body = try await response.body.collect(upTo: 1 << 20)
         try Self.check(response.status, Data(body.readableBytesView), method: .PUT, path: "/v1/blobs/\(id.hex)", baseURL: baseURL)
@@ -189,10 +187,11 @@ public struct SyncClient: Sendable {
         try Self.check(response.status, Data(body.readableBytesView), method: .PUT, path: "/v1/blobs/\(id.hex)", baseURL: baseURL)
     }
 
-    /// Downloads blob `id` into a new file at `destination`, hashing on the way. The file is removed
-    /// and `SyncError` thrown unless its bytes hash to `id`: nothing unverified is ever kept.
-    /// Returns the size.
-    public func download(_ id: BlobID, to destination: String) async throws -> Int64 {
+    /// Downloads blob `id`, hashing on the way: into memory when the server announces fewer than
+    /// `inMemoryBelow` bytes, else into a new staging file of `store` (not durable until installed).
+    /// Nothing unverified is ever kept: unless the bytes hash to `id`, `SyncError` is thrown (and the
+    /// staging file removed).
+    public func download(_ id: BlobID, into store: BlobStore, inMemoryBelow: Int64 = 0) async throws -> DownloadedBlob {
         let path = "/v1/blobs/\(id.hex)"
         let response = try await execute(request(.GET, path), timeout: Self.blobTimeout, path: path)
         if response.status != .ok {
@@ -200,54 +199,64 @@ public struct SyncClient: Sendable {
             try Self.check(response.status, Data(body.readableBytesView), method: .GET, path: path, baseURL: baseURL)
             throw SyncError("the server answered GET \(path) with HTTP \(response.status.code)", status: Int(response.status.code))
         }
-        let fd = try BlobFileDescriptor.open(destination, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
-        // Held while the file is written, so fsck sees a staging file a running command owns.
-        _ = flock(fd.raw, LOCK_EX | LOCK_NB)
         do {
-            defer { fd.close() }
-            let hasher = SHA256Hasher()
-            var size: Int64 = 0
+            if let length = response.headers.first(name: "Content-Length").flatMap(Int64.init), length < inMemoryBelow {
+                let body = try await response.body.collect(upTo: Int(length))
+                let bytes = Array(body.readableBytesView)
+                let actual = SHA256Hasher.hash(bytes)
+                guard actual == id else { throw Mismatch(actual: actual) }
+                return .bytes(bytes)
+            }
+            let incoming = try store.incoming()
+            defer { incoming.discard() }
             do {
                 for try await buffer in response.body {
-                    try buffer.withUnsafeReadableBytes { bytes in
-                        hasher.update(bytes)
-                        try fd.write(bytes)
-                    }
-                    size += Int64(buffer.readableBytes)
+                    try buffer.withUnsafeReadableBytes { try incoming.append($0) }
                 }
             } catch let error as BlobIOError {
                 throw error
             } catch {
                 throw SyncError("the download of blob \(id) from \(baseURL) was cut off: \(Self.reason(error))")
             }
-            // Not fsynced: callers copy it into the store, which makes its own copy durable.
-            let actual = hasher.finalize()
-            guard actual == id else {
-                throw SyncError("the server sent bytes for blob \(id) that hash to \(actual): they were dropped")
+            do {
+                return .staged(try incoming.finish(expected: id))
+            } catch BlobError.mismatch(_, let actual) {
+                throw Mismatch(actual: actual)
             }
-            return size
-        } catch {
-            try? FileSystem.remove(destination)
+        } catch let mismatch as Mismatch {
+            throw SyncError("the server sent bytes for blob \(id) that hash to \(mismatch.actual): they were dropped")
+        } catch let error as BlobIOError {
             throw error
+        } catch let error as SyncError {
+            throw error
+        } catch {
+            throw SyncError("the download of blob \(id) from \(baseURL) was cut off: \(Self.reason(error))")
         }
+    }
+
+    private struct Mismatch: Error {
+        let actual: BlobID
     }
 }
 
-/// A file's bytes as an async sequence of 256 KiB buffers (for streaming uploads).
+/// A downloaded, verified blob: small ones in memory, others staged in the store.
+public enum DownloadedBlob: Sendable {
+    case bytes([UInt8])
+    case staged(StagedBlob)
+}
+
+/// A file's bytes as an async sequence of chunk-sized buffers (for streaming uploads).
 struct FileChunks: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
-    let fd: BlobFileDescriptor
+    let file: ChunkedFileReader
 
     struct AsyncIterator: AsyncIteratorProtocol {
-        let fd: BlobFileDescriptor
+        let file: ChunkedFileReader
         mutating func next() async throws -> ByteBuffer? {
-            var buffer = ByteBufferAllocator().buffer(capacity: 256 << 10)
-            let n = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 256 << 10) { raw in
-                try fd.read(into: UnsafeMutableRawBufferPointer(rebasing: raw.prefix(256 << 10)))
-            }
-            return n == 0 ? nil : buffer
+            let piece = try file.next()
+            return piece.isEmpty ? nil : ByteBuffer(bytes: piece)
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(fd: fd) }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(file: file) }
 }

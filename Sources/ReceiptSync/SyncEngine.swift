@@ -438,8 +438,14 @@ public final class SyncEngine {
             return try await transfer.fetch(hex)
         }
         report.blobsDownloaded += fetched.count
+        // One install for the page's files: their bytes flushed together, renamed, the renames
+        // flushed, and only then the rows that reference them committed.
+        let staged = fetched.compactMap(\.staged)
+        var installed: [BlobID: StoredBlob] = [:]
+        for stored in try vault.blobs.install(staged) { installed[stored.id] = stored }
+        let rows = fetched.map { $0.installed(as: $0.staged.flatMap { installed[$0.id] }) }
         try vault.catalog.write { db in
-            for blob in fetched { try blob.insert(db, onConflict: .ignore) }
+            for blob in rows { try blob.insert(db, onConflict: .ignore) }
             try body(db)
         }
     }

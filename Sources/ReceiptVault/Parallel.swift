@@ -8,10 +8,10 @@ public enum Parallel {
 
     /// `map`, starting with the costliest items so that no core sits idle behind one large file at the
     /// end; results still in input order.
-    public static func mapLargestFirst<T: Sendable, R: Sendable>(_ items: [T], cost: (T) -> Int64,
+    public static func mapLargestFirst<T: Sendable, R: Sendable>(_ items: [T], workers: Int = cores, cost: (T) -> Int64,
                                                                   _ body: @escaping @Sendable (T) throws -> R) -> [Result<R, Error>] {
         let order = items.indices.sorted { cost(items[$0]) > cost(items[$1]) }
-        let results = map(order.map { items[$0] }, body)
+        let results = map(order.map { items[$0] }, workers: workers, body)
         var inInputOrder = results
         for (position, index) in order.enumerated() { inInputOrder[index] = results[position] }
         return inInputOrder

@@ -124,7 +124,9 @@ extension Vault {
                              report: inout ImportReport) throws {
         var prepared: [(InputFile, PreparedBlob)] = []
         defer { for (_, p) in prepared { if let s = p.staged { blobs.discard(s) } } }
-        let outcomes = Parallel.mapLargestFirst(Array(batch), cost: \.status.size) { input in try self.prepare(input) }
+        // Two threads per core: staging writes go straight to the device (direct I/O) and wait for it,
+        // and the other thread of the core hashes meanwhile.
+        let outcomes = Parallel.mapLargestFirst(Array(batch), workers: 2 * Parallel.cores, cost: \.status.size) { input in try self.prepare(input) }
         var firstError: Error?
         for (input, outcome) in zip(batch, outcomes) {
             switch outcome {

@@ -212,6 +212,28 @@ final class BlobStoreTests: XCTestCase {
         XCTAssertEqual(files.filter { $0.id == nil }.count, stored.id.fanOut == "ab" ? 1 : 2)
     }
 
+    /// Staging writes and verifying reads go through direct I/O in aligned blocks with the last
+    /// partial block cached: every size around a block or chunk edge comes back byte for byte,
+    /// through read, verify and copy-out, uncompressed and xz.
+    func testBytesRoundTripAtEveryBlockAndChunkEdge() throws {
+        let chunk = BlobStore.chunkSize
+        for (n, size) in [0, 1, 4095, 4096, 4097, 8191, chunk - 1, chunk, chunk + 1, 2 * chunk + 4096, 3 * chunk - 7].enumerated() {
+            let bytes = TestData.random(size, seed: 700 + UInt64(n))
+            let path = try folder.write("input-\(n)", bytes)
+            for mode in [CompressionMode.none, .xz] {
+                let stored = try FileDescriptor.with(path, O_RDONLY) { try store.write(from: $0, compression: mode) }
+                XCTAssertEqual(try store.storedSize(of: stored.id), stored.storedSize, "size \(size)")
+                XCTAssertEqual(try readAll(stored.id, stored.encoding), bytes, "size \(size) \(mode)")
+                XCTAssertEqual(try store.verify(stored.id, encoding: stored.encoding), Int64(size))
+                let copy = folder.file("copy-\(n)-\(mode)")
+                try store.copy(stored.id, encoding: stored.encoding, to: copy)
+                XCTAssertEqual(try Array(Data(contentsOf: URL(fileURLWithPath: copy))), bytes, "copy of size \(size) \(mode)")
+                try store.remove([stored.id])
+            }
+        }
+        XCTAssertEqual(try store.interimFiles().count, 0)
+    }
+
     func testStagingFileIsOwnedWhileHeldAndStaleAfter() throws {
         let path = try folder.write("input", TestData.random(200_000, seed: 51))
         let staged = try FileDescriptor.with(path, O_RDONLY) { try store.stage(from: $0, compression: .none) }
@@ -222,20 +244,51 @@ final class BlobStoreTests: XCTestCase {
         XCTAssertEqual(try store.interimFiles().map(\.owned), [false])
     }
 
-    func testVerifiedDownloadIsRenamedIntoPlaceOrCompressed() throws {
-        let photo = [0xFF, 0xD8, 0xFF, 0xE0] + TestData.random(600_000, seed: 61)
-        let photoPath = try folder.write("interim/download-1.interim", photo)
-        let stored = try store.install(verifiedFileAt: photoPath, as: SHA256Hasher.hash(photo), compression: .auto)
+    /// Pieces of odd sizes and alignments (as a network delivers them) written through direct I/O
+    /// come back byte for byte, and the staged file is renamed into place when kept uncompressed.
+    func testIncomingBlobIsStagedPieceByPieceThenRenamedIntoPlaceOrCompressed() throws {
+        let photo = [0xFF, 0xD8, 0xFF, 0xE0] + TestData.random(3_000_123, seed: 61)
+        let incoming = try store.incoming()
+        var offset = 0
+        for size in [1, 4095, 4096, 65_537, 1 << 20, 3] + Array(repeating: 300_001, count: 20) where offset < photo.count {
+            let end = min(photo.count, offset + size)
+            try photo[offset..<end].withUnsafeBytes { try incoming.append($0) }
+            offset = end
+        }
+        XCTAssertEqual(try store.interimFiles().map(\.owned), [true], "held while it is written")
+        let staged = try incoming.finish(expected: SHA256Hasher.hash(photo))
+        let kept = try store.encoded(staged, compression: .auto)
+        XCTAssertEqual(kept.encoding, .identity)
+        let stored = try store.install([kept])[0]
         XCTAssertEqual(stored.encoding, .identity)
-        XCTAssertFalse(FileManager.default.fileExists(atPath: photoPath), "the download itself became the blob")
         XCTAssertEqual(try readAll(stored.id, .identity), photo)
+        XCTAssertEqual(try store.interimFiles().count, 0, "the staging file itself became the blob")
 
         let text = TestData.text(700_000, seed: 62)
-        let textPath = try folder.write("interim/download-2.interim", text)
-        let packed = try store.install(verifiedFileAt: textPath, as: SHA256Hasher.hash(text), compression: .auto)
+        let second = try store.incoming()
+        try text.withUnsafeBytes { try second.append($0) }
+        let packed = try store.install([store.encoded(second.finish(expected: SHA256Hasher.hash(text)), compression: .auto)])[0]
         XCTAssertEqual(packed.encoding, .xz, "auto still compresses what pays")
-        XCTAssertFalse(FileManager.default.fileExists(atPath: textPath))
         XCTAssertEqual(try readAll(packed.id, .xz), text)
         XCTAssertEqual(try store.interimFiles().count, 0)
+    }
+
+    func testIncomingBlobThatDoesNotHashToItsAddressLeavesNothing() throws {
+        let bytes = TestData.random(250_000, seed: 63)
+        let incoming = try store.incoming()
+        try bytes.withUnsafeBytes { try incoming.append($0) }
+        let wrong = SHA256Hasher.hash(Array("something else".utf8))
+        XCTAssertThrowsError(try incoming.finish(expected: wrong)) { error in
+            guard case BlobError.mismatch(let expected, let actual) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(expected, wrong)
+            XCTAssertEqual(actual, SHA256Hasher.hash(bytes))
+        }
+        XCTAssertEqual(try store.interimFiles().count, 0)
+        XCTAssertFalse(store.contains(SHA256Hasher.hash(bytes)))
+
+        let abandoned = try store.incoming()
+        try bytes.withUnsafeBytes { try abandoned.append($0) }
+        abandoned.discard()
+        XCTAssertEqual(try store.interimFiles().count, 0, "a cut-off download leaves no staging file")
     }
 }

@@ -182,6 +182,38 @@ final class ServerAuthorizationTests: XCTestCase {
         XCTAssertEqual(try JSONDecoder().decode(WirePushResponse.self, from: Data(pushed.body)).results.map(\.status), [.rejected])
     }
 
+    /// Uploads that arrive together are installed in groups: each one answered 204 is installed
+    /// whole under its address, a tampered one among them is refused alone, and no staging file stays.
+    func testConcurrentUploadsAreInstalledInGroupsAndATamperedOneAlone() async throws {
+        let s = try await makeSetup()
+        let server = s.server
+        defer { Task { await server.stop() } }
+        let blobs = (0..<12).map { TestData.random(150_000 + $0 * 4099, seed: 300 + UInt64($0)) }
+        var tampered = TestData.random(200_000, seed: 399)
+        let tamperedAddress = SHA256Hasher.hash(tampered).hex
+        tampered[77] ^= 0x01
+        let raw = s.raw, token = s.tokens["bob"], tamperedBody = tampered
+        let statuses = try await withThrowingTaskGroup(of: (Int, Int).self) { group in
+            for (i, bytes) in blobs.enumerated() {
+                group.addTask { (i, try await raw.call(.PUT, "/v1/blobs/\(SHA256Hasher.hash(bytes).hex)", token: token, body: bytes, json: false).status) }
+            }
+            group.addTask { (-1, try await raw.call(.PUT, "/v1/blobs/\(tamperedAddress)", token: token, body: tamperedBody, json: false).status) }
+            var out: [Int: Int] = [:]
+            for try await (i, status) in group { out[i] = status }
+            return out
+        }
+        XCTAssertEqual(statuses[-1], 422)
+        let store = BlobStore(root: s.server.data)
+        for (i, bytes) in blobs.enumerated() {
+            XCTAssertEqual(statuses[i], 204)
+            var read: [UInt8] = []
+            try store.read(SHA256Hasher.hash(bytes), encoding: .identity) { read += $0 }
+            XCTAssertEqual(read, bytes)
+        }
+        XCTAssertFalse(store.contains(BlobID(hex: tamperedAddress)!))
+        XCTAssertEqual(try store.interimFiles().count, 0)
+    }
+
     func testRolesShareUnshareAndReadOnlyPushRefused() async throws {
         let s = try await makeSetup()
         let server = s.server

@@ -7,9 +7,6 @@
 /// (EOPNOTSUPP / EXDEV / EINVAL where the file system cannot share extents).
 int cfileops_ficlone(int dst_fd, int src_fd);
 
-/// copy_file_range(2) from the current offsets; returns bytes copied, 0 at EOF, -1 with errno.
-ssize_t cfileops_copy_file_range(int src_fd, int dst_fd, size_t len);
-
 /// fdatasync-free full fsync, retried on EINTR. Returns 0 or -1 with errno.
 int cfileops_fsync(int fd);
 /// syncfs(2): flushes the whole file system holding `fd`, retried on EINTR. Returns 0 or -1 with errno.
@@ -18,4 +15,8 @@ int cfileops_syncfs(int fd);
 /// sync_file_range(SYNC_FILE_RANGE_WRITE): starts writeback of the whole file without waiting.
 /// Not a durability barrier (fsync/syncfs is); it lets the disk work while the CPU hashes the next file.
 int cfileops_start_writeback(int fd);
+
+/// Turns O_DIRECT on or off for an open descriptor (fcntl F_SETFL). Returns 0, or -1 with errno set
+/// (EINVAL where the file system has no direct I/O).
+int cfileops_set_direct(int fd, int on);
 #endif
