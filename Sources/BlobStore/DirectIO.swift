@@ -13,16 +13,17 @@ enum DirectIO {
     }
 }
 
-/// Reads an installed blob from the device (O_DIRECT), not from a cached copy: a verification then
-/// proves what the disk holds, and reading years of receipts does not evict the user's working set.
-/// Falls back to cached reads where the file system refuses (EINVAL). Read into an aligned chunk.
+/// Reads a blob file: from memory when the page cache holds it already, else straight from the
+/// device (O_DIRECT), so that reading years of receipts — a full fsck, an upload of the whole vault —
+/// neither pays for filling the page cache nor evicts the user's working set with it. Falls back to
+/// cached reads where the file system refuses (EINVAL). Read into an aligned chunk.
 struct DirectReader {
     let fd: FileDescriptor
     private var direct: Bool
 
     init(_ fd: FileDescriptor) {
         self.fd = fd
-        direct = cfileops_set_direct(fd.raw, 1) == 0
+        direct = cfileops_head_is_cached(fd.raw) == 0 && cfileops_set_direct(fd.raw, 1) == 0
     }
 
     /// Reads up to `chunk.count` bytes; 0 means end of file.
