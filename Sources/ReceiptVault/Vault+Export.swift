@@ -138,9 +138,10 @@ extension Vault {
         }
         for folder in folders.sorted() { try FileSystem.makeDirectories(FileSystem.join(destination, folder)) }
 
-        // Both cores, on different files: copying and verifying (hashing) one file is one core's work.
+        // Both cores, on different files: copying and verifying (hashing) one file is one core's work;
+        // two threads per core, so one hashes while the other waits for a direct read or write.
         let state = ExportState(tally)
-        let outcomes = Parallel.map(items) { item in
+        let outcomes = Parallel.map(items, workers: 2 * Parallel.cores) { item in
             do {
                 try self.copyBlob(try self.blobRecord(item.sha256), to: FileSystem.join(destination, item.name))
                 state.done(item, failure: nil, progress: progress)
