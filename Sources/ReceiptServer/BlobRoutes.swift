@@ -7,13 +7,6 @@ import ReceiptWire
 struct BlobRoutes {
     let catalog: ServerCatalog
     let limits: ServerLimits
-    let uploads: UploadCommitter
-
-    init(catalog: ServerCatalog, limits: ServerLimits) {
-        self.catalog = catalog
-        self.limits = limits
-        uploads = UploadCommitter(catalog: catalog)
-    }
 
     func register(_ group: RouterGroup<ServerContext>) {
         group.post("blobs/want") { request, context in
@@ -58,7 +51,8 @@ struct BlobRoutes {
         } catch BlobError.mismatch(_, let actual) {
             throw ServerError(422, "the uploaded bytes hash to \(actual), not to \(expected): the blob was not kept")
         }
-        try await uploads.commit(staged, caller: caller)
+        let stored = try catalog.blobs.install([staged])[0]
+        try await catalog.registerUpload(stored.id, size: stored.size, caller: caller)
     }
 
     /// Streams the blob's bytes from disk, hashing them on the way; a blob that turns out corrupt

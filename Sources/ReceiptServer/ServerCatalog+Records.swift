@@ -45,17 +45,13 @@ extension ServerCatalog {
         }
     }
 
-    /// Records installed uploads and that each caller possesses its blob, in one transaction.
-    /// Blocking: the upload committer calls it on its own thread.
-    func registerUploads(_ uploads: [(id: BlobID, size: Int64, caller: Account)]) throws {
-        try pool.write { db in
-            let now = Self.now()
-            for upload in uploads {
-                try db.execute(sql: "INSERT OR IGNORE INTO blobs(sha256, size, createdAt) VALUES (?, ?, ?)",
-                               arguments: [upload.id.hex, upload.size, now])
-                try db.execute(sql: "INSERT OR IGNORE INTO possessions(accountID, sha256) VALUES (?, ?)",
-                               arguments: [upload.caller.id, upload.id.hex])
-            }
+    /// Records that `caller` uploaded bytes that hashed to `id` (installed in the store already).
+    func registerUpload(_ id: BlobID, size: Int64, caller: Account) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO blobs(sha256, size, createdAt) VALUES (?, ?, ?)",
+                           arguments: [id.hex, size, Self.now()])
+            try db.execute(sql: "INSERT OR IGNORE INTO possessions(accountID, sha256) VALUES (?, ?)",
+                           arguments: [caller.id, id.hex])
         }
     }
 
