@@ -39,8 +39,9 @@ struct BatchBudget {
     static let stagedFilesLimit = 256
     /// Staged bytes wait in interim/ (on disk, not in memory) until the batch is installed.
     static let stagedBytesLimit: Int64 = 1 << 30
-    /// Small files are held in memory until their rows commit.
-    static let inlineBytesLimit: Int64 = 32 << 20
+    /// Small files are held in memory until their rows commit (two batches at once: one staged while
+    /// the one before it commits).
+    static let inlineBytesLimit: Int64 = 16 << 20
     /// Rows of one transaction.
     static let rowsLimit = 16384
 
@@ -83,6 +84,21 @@ struct PreparedBlob: Sendable {
     let cached: Bool
 }
 
+/// The files of one import batch, ready to commit. Staging files it still holds are dropped when it
+/// goes (after an install they are gone already).
+final class PreparedBatch: @unchecked Sendable {
+    var files: [(InputFile, PreparedBlob)] = []
+    private let blobs: BlobStore
+
+    init(blobs: BlobStore) {
+        self.blobs = blobs
+    }
+
+    deinit {
+        for (_, blob) in files { if let staged = blob.staged { blobs.discard(staged) } }
+    }
+}
+
 extension Vault {
 
     /// Imports each file as one receipt; folders are walked (symbolic links, FIFOs, sockets and devices
@@ -99,6 +115,9 @@ extension Vault {
                                    bytesTotal: inputs.reduce(0) { $0 + $1.status.size })
         try wrapped {
             try locked(.shared) {
+                // While one batch is flushed and committed on the committer's thread, the next is staged.
+                let committer = InOrderWorker<ImportedFile>()
+                defer { try? committer.wait() }
                 var start = inputs.startIndex
                 while start < inputs.endIndex {
                     var end = start
@@ -109,39 +128,47 @@ extension Vault {
                         bytes += inputs[end].status.size
                         end += 1
                     }
-                    try importBatch(inputs[start..<end], zone: zone, metadata: metadata, report: &report)
+                    let prepared = try prepareBatch(inputs[start..<end], failed: &report.failed)
+                    try committer.wait()
+                    committer.submit { try self.commitBatch(prepared, zone: zone, metadata: metadata) }
                     tally.filesDone = end
                     tally.bytesDone += bytes
                     progress?(tally)
                     start = end
                 }
+                try committer.wait()
+                report.imported = committer.results
             }
         }
         return report
     }
 
-    private func importBatch(_ batch: ArraySlice<InputFile>, zone: String, metadata: ReceiptMetadata,
-                             report: inout ImportReport) throws {
-        var prepared: [(InputFile, PreparedBlob)] = []
-        defer { for (_, p) in prepared { if let s = p.staged { blobs.discard(s) } } }
+    /// Stages or reads the files of a batch on every core; unreadable files are reported in `failed`.
+    private func prepareBatch(_ batch: ArraySlice<InputFile>, failed: inout [FailedFile]) throws -> PreparedBatch {
         // Two threads per core: staging writes go straight to the device (direct I/O) and wait for it,
         // and the other thread of the core hashes meanwhile.
         let outcomes = Parallel.mapLargestFirst(Array(batch), workers: 2 * Parallel.cores, cost: \.status.size) { input in try self.prepare(input) }
+        let prepared = PreparedBatch(blobs: blobs)
         var firstError: Error?
         for (input, outcome) in zip(batch, outcomes) {
             switch outcome {
-            case .success(let blob): prepared.append((input, blob))
+            case .success(let blob): prepared.files.append((input, blob))
             case .failure(let error as IOError):
-                report.failed.append(FailedFile(path: input.path, error: error.description))
+                failed.append(FailedFile(path: input.path, error: error.description))
             case .failure(let error): firstError = firstError ?? error
             }
         }
         if let firstError { throw firstError }
-        let installed = try installStaged(prepared.map(\.1))
+        return prepared
+    }
+
+    /// Installs the batch's staged blobs durably, then commits its rows in one transaction.
+    private func commitBatch(_ batch: PreparedBatch, zone: String, metadata: ReceiptMetadata) throws -> [ImportedFile] {
+        let installed = try installStaged(batch.files.map(\.1))
         let now = nowMillis()
-        let results: [ImportedFile] = try catalog.write { db in
+        return try catalog.write { db in
             var out: [ImportedFile] = []
-            for (input, blob) in prepared {
+            for (input, blob) in batch.files {
                 let known = try recordBlob(db, blob, installed: installed[blob.id], at: now)
                 if let existing = try receiptHolding(db, blob.id, named: input.name, in: zone) {
                     out.append(ImportedFile(id: existing, path: input.path, sha256: blob.id.hex, size: blob.size,
@@ -160,7 +187,6 @@ extension Vault {
             }
             return out
         }
-        report.imported += results
     }
 
     /// Reads one file: from the stat cache when unchanged, else hashed (small ones kept in memory for
