@@ -83,11 +83,10 @@ extension BlobStore {
         }
         let chunk = DirectIO.allocateChunk()
         defer { chunk.deallocate() }
-        var reader = DirectReader(fd)
         do {
             let xz = encoding == .xz ? try XZStream(.decompress) : nil
             while true {
-                let n = try reader.read(into: chunk)
+                let n = try fd.read(into: chunk)
                 if n == 0 { break }
                 let piece = UnsafeRawBufferPointer(rebasing: chunk[..<n])
                 if let xz { try xz.process(piece, sink: emit) } else { try emit(piece) }

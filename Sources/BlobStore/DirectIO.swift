@@ -13,37 +13,6 @@ enum DirectIO {
     }
 }
 
-/// Reads a blob file: from memory when the page cache holds it already, else straight from the
-/// device (O_DIRECT), so that reading years of receipts — a full fsck, an upload of the whole vault —
-/// neither pays for filling the page cache nor evicts the user's working set with it. Falls back to
-/// cached reads where the file system refuses (EINVAL). Read into an aligned chunk.
-struct DirectReader {
-    let fd: FileDescriptor
-    private var direct: Bool
-
-    init(_ fd: FileDescriptor) {
-        self.fd = fd
-        direct = cfileops_head_is_cached(fd.raw) == 0 && cfileops_set_direct(fd.raw, 1) == 0
-    }
-
-    /// Reads up to `chunk.count` bytes; 0 means end of file.
-    mutating func read(into chunk: UnsafeMutableRawBufferPointer) throws -> Int {
-        while true {
-            let n = Glibc.read(fd.raw, chunk.baseAddress, chunk.count)
-            if n >= 0 { return n }
-            let code = errno
-            if code == EINTR { continue }
-            if code == EINVAL && direct {
-                // A short read left the offset unaligned, or the file system has no direct I/O.
-                _ = cfileops_set_direct(fd.raw, 0)
-                direct = false
-                continue
-            }
-            throw IOError("reading", path: fd.path, errno: code)
-        }
-    }
-}
-
 /// Writes a new file's bytes straight to the device (O_DIRECT) in aligned blocks, so a blob's bytes are
 /// copied once (from the caller's buffer to the disk) instead of first into fresh page-cache pages
 /// that the flush then writes out. Blobs are written once and rarely read soon after, so caching them
@@ -131,25 +100,26 @@ final class DirectWriter {
     }
 }
 
-/// A file read from the device in chunk-sized pieces (direct I/O where the file system allows), for
-/// streaming a blob elsewhere — an upload, a download response — without filling the page cache.
+/// A file read in chunk-sized pieces, for streaming a blob elsewhere (an upload, a download response).
+/// Reads go through the page cache: the kernel's readahead keeps the disk busy while the caller
+/// hashes and sends.
 public final class ChunkedFileReader: @unchecked Sendable {
-    private var reader: DirectReader
+    private let fd: FileDescriptor
     private let chunk = DirectIO.allocateChunk()
 
     public init(path: String) throws {
-        reader = DirectReader(try FileDescriptor.open(path, O_RDONLY))
+        fd = try FileDescriptor.open(path, O_RDONLY)
     }
 
     deinit {
         chunk.deallocate()
-        reader.fd.close()
+        fd.close()
     }
 
-    public func size() throws -> Int64 { try reader.fd.stat().size }
+    public func size() throws -> Int64 { try fd.stat().size }
 
     /// The next piece of the file, valid until the next call; empty at its end.
     public func next() throws -> UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(rebasing: chunk[..<(try reader.read(into: chunk))])
+        UnsafeRawBufferPointer(rebasing: chunk[..<(try fd.readFully(into: chunk))])
     }
 }

@@ -7,7 +7,6 @@
 #include <sys/ioctl.h>
 #include <fcntl.h>
 #include <linux/fs.h>
-#include <sys/uio.h>
 
 int cfileops_ficlone(int dst_fd, int src_fd) {
 #ifdef FICLONE
@@ -40,11 +39,3 @@ int cfileops_set_direct(int fd, int on) {
     return fcntl(fd, F_SETFL, on ? (flags | O_DIRECT) : (flags & ~O_DIRECT));
 }
 
-int cfileops_head_is_cached(int fd) {
-    char byte;
-    struct iovec iov = { &byte, 1 };
-    ssize_t n;
-    do { n = preadv2(fd, &iov, 1, 0, RWF_NOWAIT); } while (n < 0 && errno == EINTR);
-    if (n >= 0) return 1;
-    return errno == EAGAIN ? 0 : -1;
-}

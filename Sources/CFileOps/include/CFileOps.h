@@ -19,8 +19,4 @@ int cfileops_start_writeback(int fd);
 /// Turns O_DIRECT on or off for an open descriptor (fcntl F_SETFL). Returns 0, or -1 with errno set
 /// (EINVAL where the file system has no direct I/O).
 int cfileops_set_direct(int fd, int on);
-
-/// Whether the start of the file is in the page cache: 1 yes (or the file is empty), 0 no, -1 unknown
-/// (the kernel or file system cannot tell without reading). Reads one byte with RWF_NOWAIT.
-int cfileops_head_is_cached(int fd);
 #endif
