@@ -45,15 +45,33 @@ struct ImportCommand: ParsableCommand {
         let vault = try options.openVault()
         if let manifest {
             let progress = ProgressLine("importing")
-            let report = try vault.importManifest(manifest, zone: zone) {
+            let update: (ManifestProgress) -> Void = {
                 switch $0.phase {
                 case .checking: progress.update(label: "checking", items: $0.rowsDone, bytes: $0.bytesDone)
                 case .importing:
                     progress.update(files: $0.rowsDone, of: $0.rowsTotal, bytes: $0.bytesDone, of: $0.bytesTotal)
                 }
             }
+            if options.json {
+                let report = try vault.importManifest(manifest, zone: zone, progress: update)
+                progress.finish()
+                return try render(report, json: true)
+            }
+            // Lines go out as each batch commits, not all at the end: memory stays flat with the row count.
+            var text = ""
+            let summary = try vault.importManifestStreamed(manifest, zone: zone, progress: update) { item in
+                guard !item.existing else { return }
+                text += Self.line(item)
+                if text.utf8.count >= 1 << 16 {
+                    progress.finish()
+                    Output.write(text)
+                    text = ""
+                }
+            }
             progress.finish()
-            return try render(report, json: options.json)
+            if !text.isEmpty { Output.write(text) }
+            return try renderSummary(added: summary.added, receipts: summary.receiptsAdded, existing: summary.existing,
+                                     failed: summary.failed)
         }
         var metadata = meta.metadata
         if !tags.isEmpty { metadata.tags = tags }
@@ -70,21 +88,34 @@ struct ImportCommand: ParsableCommand {
 func render(_ report: ImportReport, json: Bool) throws {
     if json {
         try Output.json(report)
-    } else {
-        let added = report.imported.filter { !$0.existing }
-        // One write for all lines: a manifest may add 100,000 receipts.
-        var text = ""
-        for item in added {
-            text += "\(item.id.prefix(8))  \(item.path)\(item.deduplicated ? "  (content already stored)" : "")\n"
-        }
-        if !text.isEmpty { Output.write(text) }
-        let existing = report.imported.count - added.count
-        // Rows of a manifest may put several files into one receipt.
-        let receipts = Set(added.map(\.id)).count
-        Output.note("imported \(receipts) receipt(s)" + (receipts != added.count ? " with \(added.count) file(s)" : "")
-            + (existing > 0 ? ", \(existing) already present" : "")
-            + (report.failed.isEmpty ? "" : ", \(report.failed.count) failed"))
+        try renderFailures(report.failed)
+        return
     }
-    for failure in report.failed { Output.note("receipt: \(failure.path): \(failure.error)") }
-    if !report.failed.isEmpty { throw ExitCode(Failure.problems) }
+    let added = report.imported.filter { !$0.existing }
+    // One write for all lines: an import may add 100,000 receipts.
+    let text = added.map(ImportCommand.line).joined()
+    if !text.isEmpty { Output.write(text) }
+    // Rows of a manifest may put several files into one receipt.
+    try renderSummary(added: added.count, receipts: Set(added.map(\.id)).count,
+                      existing: report.imported.count - added.count, failed: report.failed)
+}
+
+/// The closing note on stderr (and the failures, one line each); exits 1 when any file failed.
+func renderSummary(added: Int, receipts: Int, existing: Int, failed: [FailedFile]) throws {
+    Output.note("imported \(receipts) receipt(s)" + (receipts != added ? " with \(added) file(s)" : "")
+        + (existing > 0 ? ", \(existing) already present" : "")
+        + (failed.isEmpty ? "" : ", \(failed.count) failed"))
+    try renderFailures(failed)
+}
+
+private func renderFailures(_ failed: [FailedFile]) throws {
+    for failure in failed { Output.note("receipt: \(failure.path): \(failure.error)") }
+    if !failed.isEmpty { throw ExitCode(Failure.problems) }
+}
+
+extension ImportCommand {
+    /// One added file as the text output shows it.
+    static func line(_ item: ImportedFile) -> String {
+        "\(item.id.prefix(8))  \(item.path)\(item.deduplicated ? "  (content already stored)" : "")\n"
+    }
 }

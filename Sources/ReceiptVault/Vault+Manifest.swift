@@ -18,6 +18,17 @@ public struct ManifestProgress: Sendable {
     public var bytesTotal: Int64
 }
 
+/// What a manifest import did, in numbers; the rows themselves went to `importManifest`'s `each`.
+public struct ManifestSummary: Sendable, Equatable {
+    /// Files attached (rows not `existing`).
+    public var added = 0
+    /// Receipts that gained at least one of those files.
+    public var receiptsAdded = 0
+    /// Rows whose file was already there (same receipt, or the same name and content in the zone).
+    public var existing = 0
+    public var failed: [FailedFile] = []
+}
+
 /// The metadata of one receipt as a manifest gives it: the values of the metadata columns present
 /// in the header, canonical (validated). An empty value clears the field.
 struct ManifestMetadata: Equatable {
@@ -94,7 +105,10 @@ struct ManifestMetadata: Equatable {
 
 /// A receipt a manifest describes (one or several rows sharing an id, or one row without id).
 struct ManifestReceipt {
-    let id: String
+    /// The receipt's id, a UUID: its 16 bytes rather than 36 characters on the heap.
+    let uuid: UUID
+    /// The id as the catalog writes it (lowercase).
+    var id: String { uuid.uuidString.lowercased() }
     /// The id was given in the manifest (so a receipt with that id may already exist and is updated).
     let given: Bool
     let firstLine: Int
@@ -104,30 +118,6 @@ struct ManifestReceipt {
     var metadata: ManifestMetadata
     /// A receipt with this id is in the vault already.
     var exists: Bool
-}
-
-/// One checked row with a file: what pass 2 writes.
-struct ManifestFile: Sendable {
-    let line: Int
-    let given: String
-    /// The file's real folder: one string shared by all rows of that folder.
-    let folder: String
-    /// The real path when the row's file is a symbolic link (inside the manifest's folder).
-    let link: String?
-    /// The `filename` column, when given.
-    let filename: String?
-    let receipt: Int
-    let id: BlobID
-    let size: Int64
-    let mediaType: String
-    let status: FileStatus
-    /// The catalog held the blob when the row was checked.
-    let known: Bool
-    /// The stat cache already has this file's entry.
-    let cached: Bool
-
-    var path: String { link ?? FileSystem.join(folder, Vault.lastComponent(given)) }
-    var name: String { filename ?? Vault.lastComponent(given) }
 }
 
 /// A row's file to hash (pass 1), with what the row said about it.
@@ -163,6 +153,8 @@ extension Vault {
     static let statCacheMinimum: Int64 = 64 << 10
     /// Rows whose small files a manifest import reads at once (inside the batch's transaction).
     static let manifestReadSlice = 1024
+    /// The catalog's page cache during a manifest import (KiB): room for the index pages a batch dirties.
+    static let manifestCacheKiB = 16384
 
     /// Imports the receipts a manifest describes (see `ManifestColumn`). Every row is checked first —
     /// files present, readable, inside the manifest's folder and hashing to `sha256` when given;
@@ -172,15 +164,26 @@ extension Vault {
     /// manifest names that this vault lacks are created.
     public func importManifest(_ manifestPath: String, zone defaultZone: String? = nil,
                                progress: ((ManifestProgress) -> Void)? = nil) throws -> ImportReport {
+        var report = ImportReport()
+        let summary = try importManifestStreamed(manifestPath, zone: defaultZone, progress: progress) { report.imported.append($0) }
+        report.failed = summary.failed
+        return report
+    }
+
+    /// `importManifest`, handing each imported row to `each` once its transaction has committed (in
+    /// manifest order) instead of holding them all: a 100,000-row report would be most of the memory.
+    public func importManifestStreamed(_ manifestPath: String, zone defaultZone: String? = nil,
+                                       progress: ((ManifestProgress) -> Void)? = nil,
+                                       each: (ImportedFile) throws -> Void) throws -> ManifestSummary {
         if let defaultZone { _ = try Validate.zoneName(defaultZone) }
         let manifestPath = absolute(manifestPath)
         let plan = try checkManifest(manifestPath, defaultZone: defaultZone, progress: progress)
-        return try wrapped { try writeManifest(plan, progress: progress) }
+        return try wrapped { try writeManifest(plan, progress: progress, each: each) }
     }
 
     struct ManifestPlan {
         var receipts: [ManifestReceipt] = []
-        var files: [ManifestFile] = []
+        var files = ManifestFiles()
         var newZones: [String] = []
         var bytes: Int64 = 0
     }
@@ -197,7 +200,7 @@ extension Vault {
         }
         var plan = ManifestPlan()
         var problems: [ManifestProblem] = []
-        var receiptIndex: [String: Int] = [:]
+        var receiptIndex: [UUID: Int] = [:]
         var zoneState: [String: Bool] = [:]  // zone name → usable (existing writable, or to be created)
         var realFolders: [Substring: String?] = [:]  // a row's folder → where it really is
         var tally = ManifestProgress(phase: .checking, rowsDone: 0, rowsTotal: 0, bytesDone: 0, bytesTotal: 0)
@@ -256,12 +259,13 @@ extension Vault {
                             }
                             guard let receipt = job.receipt else { continue }
                             let known = hashed.cached || stored.contains(id.hex)
+                            let large = hashed.status.size >= Self.statCacheMinimum
                             plan.files.append(ManifestFile(line: job.line, given: job.given, folder: job.folder,
                                                            link: hashed.path == job.path ? nil : hashed.path,
                                                            filename: job.filename,
-                                                           receipt: receipt, id: id, size: hashed.status.size,
-                                                           mediaType: hashed.mediaType, status: hashed.status, known: known,
-                                                           cached: hashed.cached))
+                                                           receipt: receipt, id: Digest(id), size: hashed.status.size,
+                                                           mediaType: hashed.mediaType, status: large ? hashed.status : nil,
+                                                           known: known, cached: hashed.cached))
                             plan.bytes += hashed.status.size
                         }
                     }
@@ -306,9 +310,11 @@ extension Vault {
                         do { _ = try Validate.zoneName(z) } catch { bad(Self.message(error)); zone = nil }
                     }
                     var givenID: String?
+                    var givenUUID: UUID?
                     if let raw = ManifestMetadata.trimmed(row[.id]), !raw.isEmpty {
                         if raw.count == 36, let uuid = UUID(uuidString: raw) {
                             givenID = uuid.uuidString.lowercased()
+                            givenUUID = uuid
                         } else {
                             bad("invalid id '\(raw)': expected a receipt UUID such as 1f2e3d4c-5b6a-4789-9abc-def012345678")
                         }
@@ -336,7 +342,7 @@ extension Vault {
                     // The receipt it belongs to
                     var index: Int?
                     if rowProblems.isEmpty {
-                        if let givenID, let existing = receiptIndex[givenID] {
+                        if let givenID, let givenUUID, let existing = receiptIndex[givenUUID] {
                             var receipt = plan.receipts[existing]
                             for (column, value) in metadata.values.present where !value.isEmpty {
                                 if let before = receipt.metadata.values[column], !before.isEmpty, before != value {
@@ -357,7 +363,7 @@ extension Vault {
                             plan.receipts[existing] = receipt
                             index = existing
                         } else {
-                            var receipt = ManifestReceipt(id: givenID ?? Self.newReceiptID(), given: givenID != nil,
+                            var receipt = ManifestReceipt(uuid: givenUUID ?? Self.newReceiptUUID(), given: givenID != nil,
                                                           firstLine: row.line, zone: zone ?? Zone.personal,
                                                           zoneExplicit: zone != nil, metadata: metadata, exists: false)
                             if let givenID, let storedZone = try String.fetchOne(
@@ -371,7 +377,7 @@ extension Vault {
                             if rowProblems.isEmpty {
                                 plan.receipts.append(receipt)
                                 index = plan.receipts.count - 1
-                                if let givenID { receiptIndex[givenID] = index }
+                                if let givenUUID { receiptIndex[givenUUID] = index }
                             }
                         }
                     }
@@ -500,8 +506,10 @@ extension Vault {
 
     // MARK: - Pass 2: write, in batches (blobs installed before the rows that refer to them commit)
 
-    private func writeManifest(_ plan: ManifestPlan, progress: ((ManifestProgress) -> Void)?) throws -> ImportReport {
-        var report = ImportReport()
+    private func writeManifest(_ plan: ManifestPlan, progress: ((ManifestProgress) -> Void)?,
+                               each: (ImportedFile) throws -> Void) throws -> ManifestSummary {
+        var report = ManifestSummary()
+        var added = [Bool](repeating: false, count: plan.receipts.count)  // a file was added to it
         var tally = ManifestProgress(phase: .importing, rowsDone: 0, rowsTotal: plan.files.count, bytesDone: 0,
                                      bytesTotal: plan.bytes)
         // Receipts with no file are written with the first batch.
@@ -510,7 +518,7 @@ extension Vault {
         for f in plan.files { hasFile[f.receipt] = true }
         var started = [Bool](repeating: false, count: plan.receipts.count)  // its row was written
         var nextPosition = [Int](repeating: -1, count: plan.receipts.count)  // -1: not known yet
-        var written = Set<BlobID>()    // blobs this import put in the catalog
+        var written = Set<Digest>()    // blobs this import put in the catalog
         var tagJSON: [[String]: String] = [:]
         try locked(.shared) {
             var start = plan.files.startIndex
@@ -524,37 +532,36 @@ extension Vault {
                     budget.add(size: f.known ? 0 : f.size, inline: f.known || f.size < settings.inlineThreshold)
                     end += 1
                 }
-                let batch = plan.files[start..<end]
-                // Read (and stage) the new content of the batch; a file that changed since it was
-                // checked is reported and skipped.
-                var prepared: [BlobID: PreparedBlob] = [:]
-                var unreadable: [BlobID: String] = [:]
-                defer { for p in prepared.values { if let s = p.staged { blobs.discard(s) } } }
-                var seen = Set<BlobID>()
-                /// Reads the rows' new content not read yet (large files: staged).
-                func read(_ rows: ArraySlice<ManifestFile>, large: Bool) {
-                    var toRead: [ManifestFile] = []
-                    for f in rows where !f.known && !written.contains(f.id) && (f.size >= settings.inlineThreshold) == large
-                        && seen.insert(f.id).inserted { toRead.append(f) }
-                    for (f, outcome) in zip(toRead, Parallel.map(toRead) { try self.readManifestFile($0) }) {
-                        switch outcome {
-                        case .success(let blob): prepared[f.id] = blob
-                        case .failure(let error): unreadable[f.id] = Self.message(error)
-                        }
-                    }
+                let batch = Array(plan.files[start..<end])  // decoded once; offsets below are into it
+                // The batch's new content: one row per blob not in the vault yet, the first row naming it
+                // (by offset in the batch) keeps the blob's "deduplicated" answer, later rows reuse it.
+                var firstRow: [Digest: Int] = [:]
+                for (offset, f) in zip(batch.indices, batch) where !f.known && !written.contains(f.id) && firstRow[f.id] == nil {
+                    firstRow[f.id] = offset
                 }
                 // Large files are staged (on disk) and installed before the transaction; small ones are
-                // read slice by slice inside it, so the batch's bytes are never all in memory.
-                read(batch, large: true)
-                let installed = try installStaged(Array(prepared.values))
+                // read slice by slice inside it, so the batch's bytes are never all in memory. A file that
+                // changed since it was checked is reported and skipped.
+                var staged: [Digest: PreparedBlob] = [:]
+                var unreadable: [Digest: String] = [:]
+                defer { for p in staged.values { if let s = p.staged { blobs.discard(s) } } }
+                let large = firstRow.values.sorted().map { batch[$0] }.filter { $0.size >= settings.inlineThreshold }
+                for (f, outcome) in zip(large, Parallel.map(large) { try self.readManifestFile($0) }) {
+                    switch outcome {
+                    case .success(let blob): staged[f.id] = blob
+                    case .failure(let error): unreadable[f.id] = Self.message(error)
+                    }
+                }
+                let installed = try installStaged(Array(staged.values))
                 let now = nowMillis()
                 let isFirst = first
-                let results: [ImportedFile] = try catalog.write { db in
+                let results: [(offset: Int, receipt: Int, item: ImportedFile)] = try catalog.write { db in
                     let sql = ManifestSQL(db: db, now: now)
                     if isFirst {
-                        // A page cache for the interior pages of the randomly keyed indexes (ids, hashes),
-                        // bounded: the inline blobs' leaf pages are written once and need no caching.
-                        try db.execute(sql: "PRAGMA cache_size = -4096")
+                        // A page cache that holds the pages of the randomly keyed indexes (ids, hashes) a batch
+                        // touches, so each is written once per transaction, not spilled and written again:
+                        // see "Manifest import" in docs/DESIGN.md.
+                        try db.execute(sql: "PRAGMA cache_size = -\(Self.manifestCacheKiB)")
                         for name in plan.newZones where try !Zone.exists(db, key: name) {
                             try Zone(name: name, createdAt: now).insert(db)
                         }
@@ -563,31 +570,69 @@ extension Vault {
                             started[index] = true
                         }
                     }
-                    var out: [ImportedFile] = []
+                    // 1. The new blobs, in address order: the blobs' index is keyed by address, so each of
+                    // its pages is visited once; the blob rows themselves are appended either way.
+                    var dedupedNew: [Digest: Bool] = [:]  // blob → the vault had it already
+                    let order = firstRow.sorted { $0.key < $1.key }.map(\.value)
+                    var next = order.startIndex
+                    while next < order.endIndex {
+                        let slice = order[next..<min(next + Self.manifestReadSlice, order.endIndex)]
+                        next = slice.endIndex
+                        let small = slice.map { batch[$0] }.filter { $0.size < settings.inlineThreshold }
+                        var read: [Digest: PreparedBlob] = [:]
+                        for (f, outcome) in zip(small, Parallel.map(small) { try self.readManifestFile($0) }) {
+                            switch outcome {
+                            case .success(let blob): read[f.id] = blob
+                            case .failure(let error): unreadable[f.id] = Self.message(error)
+                            }
+                        }
+                        for offset in slice {
+                            let id = batch[offset].id
+                            guard let blob = read[id] ?? staged[id] else { continue }
+                            dedupedNew[id] = try sql.insertBlob(blob, installed: installed[blob.id])
+                            written.insert(id)
+                        }
+                    }
+                    // 2. The rows. Which rows are first with a blob was settled above by manifest position;
+                    // what else one row's outcome may take from another's is `receiptHolding`, asked by rows
+                    // of receipts without an id, which finds attachments of that row's own blob. So unless
+                    // such a row shares its blob with another row of the batch, the rows are written in
+                    // receipt-id order (the rows of one receipt keep theirs): the indexes keyed by receipt id
+                    // (receipts, attachments, outbox) then have each page visited once per batch. Otherwise
+                    // in manifest order. The report keeps manifest order either way.
+                    var rowOrder = Array(batch.indices)
+                    var blobRows: [Digest: Int] = [:]
+                    for f in batch { blobRows[f.id, default: 0] += 1 }
+                    if !batch.contains(where: { !plan.receipts[$0.receipt].given && blobRows[$0.id, default: 0] > 1 }) {
+                        let ids = rowOrder.map { plan.receipts[batch[$0].receipt].id }
+                        var positions = Array(rowOrder.indices)
+                        positions.sort { ids[$0] != ids[$1] ? ids[$0] < ids[$1] : $0 < $1 }
+                        rowOrder = positions.map { rowOrder[$0] }
+                    }
+                    var out: [(offset: Int, receipt: Int, item: ImportedFile)] = []
                     var recorded = Set<Int>()  // receipts whose outbox entry this batch wrote
                     var touched = Set<Int>()   // receipts that gained an attachment
-                    for (offset, f) in zip(batch.indices, batch) {
-                        if (offset - batch.startIndex) % Self.manifestReadSlice == 0 {
-                            for (id, blob) in prepared where blob.inline != nil { prepared[id] = nil }
-                            read(batch[offset..<min(offset + Self.manifestReadSlice, batch.endIndex)], large: false)
-                        }
-                        if !f.known && !written.contains(f.id), let error = unreadable[f.id] {
-                            report.failed.append(FailedFile(path: f.given, error: error))
-                            continue
-                        }
+                    for offset in rowOrder {
+                        let f = batch[offset]
                         // Held by some receipt already: in the vault before, or written by an earlier row.
-                        let held = f.known || written.contains(f.id)
+                        let held: Bool
                         var deduplicated = true
-                        if !held, let blob = prepared[f.id] {
-                            deduplicated = try sql.insertBlob(blob, installed: installed[f.id])
-                            written.insert(f.id)
+                        if let first = firstRow[f.id] {
+                            if let error = unreadable[f.id] {
+                                report.failed.append(FailedFile(path: f.given, error: error))
+                                continue
+                            }
+                            held = offset != first
+                            if !held { deduplicated = dedupedNew[f.id] ?? true }
+                        } else {
+                            held = true
                         }
                         let receipt = plan.receipts[f.receipt]
                         if !receipt.given, !started[f.receipt], held,
-                           let existing = try receiptHolding(db, f.id, named: f.name, in: receipt.zone) {
+                           let existing = try receiptHolding(db, f.id.blobID, named: f.name, in: receipt.zone) {
                             // Without an id, a file already filed under this name in the zone is not added again.
-                            out.append(ImportedFile(id: existing, path: f.given, sha256: f.id.hex, size: f.size,
-                                                    deduplicated: true, existing: true))
+                            out.append((offset, f.receipt, ImportedFile(id: existing, path: f.given, sha256: f.id.hex, size: f.size,
+                                                                deduplicated: true, existing: true)))
                             continue
                         }
                         if !started[f.receipt] {
@@ -610,18 +655,26 @@ extension Vault {
                         }
                         nextPosition[f.receipt] = position
                         // The stat cache pays for files whose hashing costs more than a lookup.
-                        if !f.cached && f.size >= Self.statCacheMinimum { try sql.remember(f) }
-                        out.append(ImportedFile(id: receipt.id, path: f.given, sha256: f.id.hex, size: f.size,
-                                                deduplicated: deduplicated, existing: !inserted))
+                        if !f.cached, f.size >= Self.statCacheMinimum, let status = f.status { try sql.remember(f, status) }
+                        out.append((offset, f.receipt, ImportedFile(id: receipt.id, path: f.given, sha256: f.id.hex, size: f.size,
+                                                            deduplicated: deduplicated, existing: !inserted)))
                     }
                     for index in touched.subtracting(recorded).sorted() {
                         let receipt = plan.receipts[index]
                         try db.execute(sql: "UPDATE receipts SET modifiedAt = ? WHERE id = ?", arguments: [now, receipt.id])
                         try sql.recordChange(receipt.id, zone: receipt.zone)
                     }
-                    return out
+                    return out.sorted { $0.offset < $1.offset }
                 }
-                report.imported += results
+                for (_, index, item) in results {
+                    if !item.existing {
+                        report.added += 1
+                        if !added[index] { added[index] = true; report.receiptsAdded += 1 }
+                    } else {
+                        report.existing += 1
+                    }
+                    try each(item)
+                }
                 tally.rowsDone = end
                 tally.bytesDone += batch.reduce(0) { $0 + $1.size }
                 progress?(tally)
@@ -672,13 +725,13 @@ extension Vault {
                 let n = try bytes.withUnsafeMutableBytes { try fd.readFully(into: $0) }
                 bytes.removeLast(bytes.count - min(n, bytes.count))
                 let id = SHA256Hasher.hash(bytes)
-                guard id == f.id, n <= st.size else {
+                guard Digest(id) == f.id, n <= st.size else {
                     throw VaultError.bad("\(f.given) changed while it was being imported (it now hashes to \(id))")
                 }
                 return PreparedBlob(id: id, size: Int64(n), mediaType: f.mediaType, inline: bytes, staged: nil, cached: false)
             }
             do {
-                let staged = try blobs.stage(from: fd, compression: settings.compression, expected: f.id)
+                let staged = try blobs.stage(from: fd, compression: settings.compression, expected: f.id.blobID)
                 return PreparedBlob(id: staged.id, size: staged.size, mediaType: f.mediaType, inline: nil,
                                     staged: staged, cached: false)
             } catch BlobError.mismatch(_, let actual) {
@@ -689,16 +742,13 @@ extension Vault {
 
     // MARK: - Helpers
 
-    /// A random (version 4) UUID, lowercase, from OpenSSL's generator: Foundation's `UUID()` opens
-    /// /dev/urandom for each one, which a 100,000-row manifest notices.
-    static func newReceiptID() -> String {
+    /// A random (version 4) UUID from OpenSSL's generator: Foundation's `UUID()` opens /dev/urandom for
+    /// each one, which a 100,000-row manifest notices.
+    static func newReceiptUUID() -> UUID {
         var b = SecureRandom.bytes(16)
         b[6] = (b[6] & 0x0F) | 0x40
         b[8] = (b[8] & 0x3F) | 0x80
-        let hex = BlobID(digest: b + [UInt8](repeating: 0, count: 16)).hex
-        let h = Array(hex.utf8.prefix(32))
-        func part(_ r: Range<Int>) -> String { String(decoding: h[r], as: UTF8.self) }
-        return [part(0..<8), part(8..<12), part(12..<16), part(16..<20), part(20..<32)].joined(separator: "-")
+        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
     }
 
     static func realPath(_ path: String) -> String? {
@@ -787,10 +837,10 @@ struct ManifestSQL {
     }
 
     /// The stat cache entry, so an unchanged file is not hashed again by the next import.
-    func remember(_ f: ManifestFile) throws {
+    func remember(_ f: ManifestFile, _ status: FileStatus) throws {
         try db.cachedStatement(sql: """
             INSERT OR REPLACE INTO importCache(path, device, inode, size, mtimeNs, sha256) VALUES (?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [f.path, Int64(bitPattern: f.status.device), Int64(bitPattern: f.status.inode),
-                                     f.status.size, f.status.mtimeNanoseconds, f.id.hex])
+            """).execute(arguments: [f.path, Int64(bitPattern: status.device), Int64(bitPattern: status.inode),
+                                     status.size, status.mtimeNanoseconds, f.id.hex])
     }
 }

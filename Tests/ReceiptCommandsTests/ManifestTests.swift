@@ -231,6 +231,60 @@ final class ManifestTests: CLITestCase {
         XCTAssertLessThan(size, 1_000_000)
     }
 
+    /// A batch's rows are written in receipt-id order when no row can see another's attachments (see
+    /// "Manifest import" in docs/DESIGN.md): the report, the attachments' order and which row is the
+    /// first with a blob stay those of the manifest.
+    func testRowsOutOfIdOrderKeepManifestOrderInReportAndAttachments() throws {
+        let idC = "0c0c0c0c-0c0c-4c0c-8c0c-0c0c0c0c0c0c"
+        try folder.write("m/copy.txt", Samples.text)
+        let path = try manifest("""
+            path,id
+            docs/receipt.pdf,\(idB)
+            till.txt,\(idA)
+            scan.png,\(idB)
+            docs/photo.jpg,\(idA)
+            copy.txt,\(idC)
+
+            """)
+        let out = try XCTUnwrap(try json("import", "--manifest", path) as? [String: Any])
+        let imported = try XCTUnwrap(out["imported"] as? [[String: Any]])
+        XCTAssertEqual(imported.compactMap { $0["path"] as? String },
+                       ["docs/receipt.pdf", "till.txt", "scan.png", "docs/photo.jpg", "copy.txt"])
+        XCTAssertEqual(imported.compactMap { $0["deduplicated"] as? Bool }, [false, false, false, false, true])
+        XCTAssertEqual(imported.compactMap { $0["id"] as? String }, [idB, idA, idB, idA, idC])
+        let receipts = try list()
+        func files(_ id: String) -> [String] {
+            let r = receipts.first { $0["id"] as? String == id }
+            return (r?["attachments"] as? [[String: Any]])?.compactMap { $0["filename"] as? String } ?? []
+        }
+        XCTAssertEqual(files(idA), ["till.txt", "photo.jpg"])
+        XCTAssertEqual(files(idB), ["receipt.pdf", "scan.png"])
+        XCTAssertEqual(files(idC), ["copy.txt"])
+        // The text output lists the same rows, in the same order, as each batch commits.
+        try folder.write("m/more.txt", Array("more".utf8))
+        let text = try receipt("import", "--manifest", try manifest("path,id\nmore.txt,\(idC)\ntill.txt,\(idB)\n"))
+        XCTAssertEqual(text.status, 0, text.stderr)
+        XCTAssertEqual(text.stdout, "0c0c0c0c  more.txt\n2a3b4c5d  till.txt  (content already stored)\n")
+        XCTAssertEqual(text.stderr, "imported 2 receipt(s)\n")
+    }
+
+    /// A row without an id whose file (name and content) another row of the same batch files first is
+    /// reported as `existing`, held by that row's receipt: such batches are written in manifest order.
+    func testARowWithoutIdSeesTheReceiptAnEarlierRowFiledItsFileIn() throws {
+        let path = try manifest("""
+            path,id
+            till.txt,\(idB)
+            scan.png,\(idA)
+            till.txt,
+
+            """)
+        let out = try XCTUnwrap(try json("import", "--manifest", path) as? [String: Any])
+        let imported = try XCTUnwrap(out["imported"] as? [[String: Any]])
+        XCTAssertEqual(imported.compactMap { $0["existing"] as? Bool }, [false, false, true])
+        XCTAssertEqual(imported.compactMap { $0["id"] as? String }, [idB, idA, idB])
+        XCTAssertEqual(try list().count, 2)
+    }
+
     func testManifestAndPathsOrMetadataTogetherAreRefused() throws {
         let path = try manifest("path\ntill.txt\n")
         try assertRefused(["import", "--manifest", path, folder.file("m/till.txt")], mentioning: "not both", status: 64)
