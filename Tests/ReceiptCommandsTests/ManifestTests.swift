@@ -161,6 +161,10 @@ final class ManifestTests: CLITestCase {
         let invalid = folder.file("m/latin1.csv")
         try Data([0x70, 0x61, 0x74, 0x68, 0x0A, 0xE9, 0xFF, 0x0A]).write(to: URL(fileURLWithPath: invalid))
         try assertRefused(["import", "--manifest", invalid], mentioning: "not valid UTF-8")
+        // Inside a row too (CSV.swift ended the row there and went on without a word), on its line.
+        try Data(Array("path,merchant\ntill.txt,ok\ntill.txt,Caf".utf8) + [0xE9] + Array("\n".utf8))
+            .write(to: URL(fileURLWithPath: invalid))
+        try assertRefused(["import", "--manifest", invalid], mentioning: "near line 3: it is not valid UTF-8 text")
     }
 
     func testARowWithSeveralProblemsIsOneLine() throws {
