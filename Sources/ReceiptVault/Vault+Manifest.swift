@@ -107,8 +107,30 @@ struct ManifestMetadata: Equatable {
 struct ManifestReceipt {
     /// The receipt's id, a UUID: its 16 bytes rather than 36 characters on the heap.
     let uuid: UUID
-    /// The id as the catalog writes it (lowercase).
-    var id: String { uuid.uuidString.lowercased() }
+    /// The id as the catalog writes it (lowercase; Foundation's `uuidString` formats through snprintf
+    /// and upper case, which 100,000 rows notice).
+    var id: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        text.reserveCapacity(36)
+        withUnsafeBytes(of: uuid.uuid) { bytes in
+            for (i, byte) in bytes.enumerated() {
+                if i == 4 || i == 6 || i == 8 || i == 10 { text.append(UInt8(ascii: "-")) }
+                text.append(digits[Int(byte >> 4)])
+                text.append(digits[Int(byte & 0x0F)])
+            }
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+    /// The id's bytes as two big-endian words: ordered like `id`.
+    var key: UUIDKey {
+        let b = uuid.uuid
+        func word(_ bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)) -> UInt64 {
+            withUnsafeBytes(of: bytes) { $0.reduce(0) { $0 << 8 | UInt64($1) } }
+        }
+        return UUIDKey(high: word((b.0, b.1, b.2, b.3, b.4, b.5, b.6, b.7)),
+                       low: word((b.8, b.9, b.10, b.11, b.12, b.13, b.14, b.15)))
+    }
     /// The id was given in the manifest (so a receipt with that id may already exist and is updated).
     let given: Bool
     let firstLine: Int
@@ -118,6 +140,12 @@ struct ManifestReceipt {
     var metadata: ManifestMetadata
     /// A receipt with this id is in the vault already.
     var exists: Bool
+}
+
+/// A receipt id's 16 bytes as two big-endian words, ordered like the id's text.
+struct UUIDKey: Comparable {
+    let high, low: UInt64
+    static func < (a: UUIDKey, b: UUIDKey) -> Bool { (a.high, a.low) < (b.high, b.low) }
 }
 
 /// A row's file to hash (pass 1), with what the row said about it.
@@ -208,9 +236,27 @@ extension Vault {
 
         try wrapped {
             try catalog.read { db in
-                /// Hashes the files of the rows read so far on every core, then files them in the plan.
-                func flush() throws {
-                    var results = Parallel.map(jobs) { job in try self.hash(job) }
+                /// The batch being hashed (on every core) while the next rows are read and checked.
+                var hashing: (jobs: [HashJob], results: Parallel.Background<[Result<HashedFile, Error>]>)?
+                /// Starts hashing the files of the rows read since the last call, and files the batch
+                /// hashed before in the plan (in manifest order); at the end, waits for the last one.
+                func flush(last: Bool = false) throws {
+                    let started = jobs.isEmpty ? nil : (jobs, Parallel.Background { [jobs] in
+                        Parallel.map(jobs) { job in try self.hash(job) }
+                    })
+                    jobs = []
+                    if let (done, results) = hashing { try file(done, results.wait()) }
+                    hashing = started
+                    if last, let (done, results) = hashing {
+                        try file(done, results.wait())
+                        hashing = nil
+                    }
+                }
+
+                /// Files a hashed batch in the plan: large files are looked up in the stat cache (or hashed
+                /// whole), all are looked up in the catalog, bad ones become problems.
+                func file(_ jobs: [HashJob], _ hashed: [Result<HashedFile, Error>]) throws {
+                    var results = hashed
                     // Large files: the stat cache may name their content; the others are hashed whole.
                     var large: [Int] = []
                     for (i, result) in results.enumerated() {
@@ -269,7 +315,6 @@ extension Vault {
                             plan.bytes += hashed.status.size
                         }
                     }
-                    jobs.removeAll(keepingCapacity: true)
                     progress?(tally)
                 }
 
@@ -410,9 +455,9 @@ extension Vault {
                     }
                     for message in rowProblems { problems.append(ManifestProblem(line: row.line, message: message)) }
                     tally.rowsDone += 1
-                    if jobs.count >= 512 { try flush() }
+                    if jobs.count >= 1024 { try flush() }
                 }
-                try flush()
+                try flush(last: true)
             }
         }
         problems.sort { $0.line < $1.line }
@@ -574,16 +619,25 @@ extension Vault {
                     // its pages is visited once; the blob rows themselves are appended either way.
                     var dedupedNew: [Digest: Bool] = [:]  // blob → the vault had it already
                     let order = firstRow.sorted { $0.key < $1.key }.map(\.value)
-                    var next = order.startIndex
-                    while next < order.endIndex {
-                        let slice = order[next..<min(next + Self.manifestReadSlice, order.endIndex)]
-                        next = slice.endIndex
+                    /// Reads (on every core, in the background) the small files of the next slice of `order`.
+                    func startReading(from start: Int) -> (slice: ArraySlice<Int>, read: Parallel.Background<[(Digest, Result<PreparedBlob, Error>)]>)? {
+                        guard start < order.endIndex else { return nil }
+                        let slice = order[start..<min(start + Self.manifestReadSlice, order.endIndex)]
                         let small = slice.map { batch[$0] }.filter { $0.size < settings.inlineThreshold }
+                        return (slice, Parallel.Background {
+                            Array(zip(small.map(\.id), Parallel.map(small) { try self.readManifestFile($0) }))
+                        })
+                    }
+                    // The next slice is read while this one is inserted.
+                    var reading = startReading(from: order.startIndex)
+                    while let (slice, pending) = reading {
+                        let outcomes = pending.wait()
+                        reading = startReading(from: slice.endIndex)
                         var read: [Digest: PreparedBlob] = [:]
-                        for (f, outcome) in zip(small, Parallel.map(small) { try self.readManifestFile($0) }) {
+                        for (id, outcome) in outcomes {
                             switch outcome {
-                            case .success(let blob): read[f.id] = blob
-                            case .failure(let error): unreadable[f.id] = Self.message(error)
+                            case .success(let blob): read[id] = blob
+                            case .failure(let error): unreadable[id] = Self.message(error)
                             }
                         }
                         for offset in slice {
@@ -604,7 +658,8 @@ extension Vault {
                     var blobRows: [Digest: Int] = [:]
                     for f in batch { blobRows[f.id, default: 0] += 1 }
                     if !batch.contains(where: { !plan.receipts[$0.receipt].given && blobRows[$0.id, default: 0] > 1 }) {
-                        let ids = rowOrder.map { plan.receipts[batch[$0].receipt].id }
+                        // By the id's bytes: the order of its lowercase hex text.
+                        let ids = rowOrder.map { plan.receipts[batch[$0].receipt].key }
                         var positions = Array(rowOrder.indices)
                         positions.sort { ids[$0] != ids[$1] ? ids[$0] < ids[$1] : $0 < $1 }
                         rowOrder = positions.map { rowOrder[$0] }
