@@ -57,6 +57,8 @@ struct ManifestFile: Sendable {
     let known: Bool
     /// The stat cache already has this file's entry.
     let cached: Bool
+    /// The first row of the manifest with this content, which the catalog lacked.
+    let firstNew: Bool
 
     var path: String { link ?? FileSystem.join(folder, Vault.lastComponent(given)) }
     var name: String { filename ?? Vault.lastComponent(given) }
@@ -78,6 +80,7 @@ struct ManifestFiles: RandomAccessCollection {
         let extra: Extra?
         let known: Bool
         let cached: Bool
+        let firstNew: Bool
     }
 
     private final class Extra {
@@ -106,7 +109,7 @@ struct ManifestFiles: RandomAccessCollection {
             ? Extra(link: f.link, filename: f.filename, status: f.status) : nil
         rows.append(Row(line: f.line, receipt: f.receipt, id: f.id, size: f.size, givenEnd: paths.count,
                         folder: folders.index(f.folder), mediaType: mediaTypes.index(f.mediaType), extra: extra,
-                        known: f.known, cached: f.cached))
+                        known: f.known, cached: f.cached, firstNew: f.firstNew))
     }
 
     subscript(position: Int) -> ManifestFile {
@@ -115,19 +118,86 @@ struct ManifestFiles: RandomAccessCollection {
         return ManifestFile(line: row.line, given: String(decoding: paths[start..<row.givenEnd], as: UTF8.self),
                             folder: folders.values[row.folder], link: row.extra?.link, filename: row.extra?.filename,
                             receipt: row.receipt, id: row.id, size: row.size, mediaType: mediaTypes.values[row.mediaType],
-                            status: row.extra?.status, known: row.known, cached: row.cached)
+                            status: row.extra?.status, known: row.known, cached: row.cached, firstNew: row.firstNew)
+    }
+}
+
+/// Strings that repeat across rows (folders, media types, zones), stored once.
+private struct Interned {
+    var values: [String] = []
+    var indexes: [String: Int] = [:]
+
+    mutating func index(_ value: String) -> Int {
+        if let known = indexes[value] { return known }
+        values.append(value)
+        indexes[value] = values.count - 1
+        return values.count - 1
+    }
+}
+
+/// The receipts a manifest describes, held compactly like `ManifestFiles`: a fixed-size record each,
+/// the metadata's text in one byte buffer (a receipt changed by a later row of the same id is written
+/// again at the end; the old bytes stay unused), zones once each.
+struct ManifestReceipts: RandomAccessCollection {
+    private struct Row {
+        let uuid: UUID
+        let firstLine: Int
+        let zone: Int
+        let metadataStart: Int
+        let given: Bool
+        let zoneExplicit: Bool
+        let exists: Bool
     }
 
-    /// Strings that repeat across rows, stored once.
-    private struct Interned {
-        var values: [String] = []
-        var indexes: [String: Int] = [:]
+    private var rows: [Row] = []
+    private var text: [UInt8] = []
+    private var zones = Interned()
 
-        mutating func index(_ value: String) -> Int {
-            if let known = indexes[value] { return known }
-            values.append(value)
-            indexes[value] = values.count - 1
-            return values.count - 1
+    var startIndex: Int { rows.startIndex }
+    var endIndex: Int { rows.endIndex }
+
+    mutating func append(_ receipt: ManifestReceipt) { rows.append(encode(receipt)) }
+
+    subscript(position: Int) -> ManifestReceipt {
+        get {
+            let row = rows[position]
+            var metadata = ManifestMetadata()
+            var at = row.metadataStart
+            for column in ManifestMetadata.columns {
+                // Per column: absent (0), or present (1) with its length (8 bytes) and UTF-8 bytes.
+                let present = text[at] == 1
+                at += 1
+                guard present else { continue }
+                let count = text[at..<at + 8].reduce(0) { $0 << 8 | Int($1) }
+                at += 8
+                metadata.values[column] = String(decoding: text[at..<at + count], as: UTF8.self)
+                at += count
+            }
+            return ManifestReceipt(uuid: row.uuid, given: row.given, firstLine: row.firstLine, zone: zones.values[row.zone],
+                                   zoneExplicit: row.zoneExplicit, metadata: metadata, exists: row.exists)
         }
+        set { rows[position] = encode(newValue) }
+    }
+
+    /// The receipt's id was given in the manifest (without decoding the rest).
+    func given(_ position: Int) -> Bool { rows[position].given }
+    func zone(_ position: Int) -> String { zones.values[rows[position].zone] }
+    func firstLine(_ position: Int) -> Int { rows[position].firstLine }
+    /// `ManifestReceipt.key`, without decoding the rest.
+    func key(_ position: Int) -> UUIDKey { UUIDKey(rows[position].uuid) }
+
+    private mutating func encode(_ receipt: ManifestReceipt) -> Row {
+        let start = text.count
+        for column in ManifestMetadata.columns {
+            guard let value = receipt.metadata.values[column] else {
+                text.append(0)
+                continue
+            }
+            text.append(1)
+            let count = value.utf8.count
+            for shift in stride(from: 56, through: 0, by: -8) { text.append(UInt8(truncatingIfNeeded: count >> shift)) }
+            text.append(contentsOf: value.utf8)
+        }
+        return Row(uuid: receipt.uuid, firstLine: receipt.firstLine, zone: zones.index(receipt.zone), metadataStart: start, given: receipt.given, zoneExplicit: receipt.zoneExplicit, exists: receipt.exists)
     }
 }

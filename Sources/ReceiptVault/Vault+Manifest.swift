@@ -122,15 +122,6 @@ struct ManifestReceipt {
         }
         return String(decoding: text, as: UTF8.self)
     }
-    /// The id's bytes as two big-endian words: ordered like `id`.
-    var key: UUIDKey {
-        let b = uuid.uuid
-        func word(_ bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)) -> UInt64 {
-            withUnsafeBytes(of: bytes) { $0.reduce(0) { $0 << 8 | UInt64($1) } }
-        }
-        return UUIDKey(high: word((b.0, b.1, b.2, b.3, b.4, b.5, b.6, b.7)),
-                       low: word((b.8, b.9, b.10, b.11, b.12, b.13, b.14, b.15)))
-    }
     /// The id was given in the manifest (so a receipt with that id may already exist and is updated).
     let given: Bool
     let firstLine: Int
@@ -145,6 +136,16 @@ struct ManifestReceipt {
 /// A receipt id's 16 bytes as two big-endian words, ordered like the id's text.
 struct UUIDKey: Comparable {
     let high, low: UInt64
+
+    init(_ uuid: UUID) {
+        let b = uuid.uuid
+        func word(_ bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)) -> UInt64 {
+            withUnsafeBytes(of: bytes) { $0.reduce(0) { $0 << 8 | UInt64($1) } }
+        }
+        high = word((b.0, b.1, b.2, b.3, b.4, b.5, b.6, b.7))
+        low = word((b.8, b.9, b.10, b.11, b.12, b.13, b.14, b.15))
+    }
+
     static func < (a: UUIDKey, b: UUIDKey) -> Bool { (a.high, a.low) < (b.high, b.low) }
 }
 
@@ -182,7 +183,7 @@ extension Vault {
     /// Rows whose small files a manifest import reads at once (inside the batch's transaction).
     static let manifestReadSlice = 1024
     /// The catalog's page cache during a manifest import (KiB): room for the index pages a batch dirties.
-    static let manifestCacheKiB = 16384
+    static let manifestCacheKiB = 8192
 
     /// Imports the receipts a manifest describes (see `ManifestColumn`). Every row is checked first —
     /// files present, readable, inside the manifest's folder and hashing to `sha256` when given;
@@ -210,7 +211,7 @@ extension Vault {
     }
 
     struct ManifestPlan {
-        var receipts: [ManifestReceipt] = []
+        var receipts = ManifestReceipts()
         var files = ManifestFiles()
         var newZones: [String] = []
         var bytes: Int64 = 0
@@ -233,6 +234,7 @@ extension Vault {
         var realFolders: [Substring: String?] = [:]  // a row's folder → where it really is
         var tally = ManifestProgress(phase: .checking, rowsDone: 0, rowsTotal: 0, bytesDone: 0, bytesTotal: 0)
         var jobs: [HashJob] = []
+        var newContent = Set<Digest>()  // blobs the catalog lacks, once the first row naming each is filed
 
         try wrapped {
             try catalog.read { db in
@@ -305,13 +307,15 @@ extension Vault {
                             }
                             guard let receipt = job.receipt else { continue }
                             let known = hashed.cached || stored.contains(id.hex)
+                            let digest = Digest(id)
                             let large = hashed.status.size >= Self.statCacheMinimum
                             plan.files.append(ManifestFile(line: job.line, given: job.given, folder: job.folder,
                                                            link: hashed.path == job.path ? nil : hashed.path,
                                                            filename: job.filename,
-                                                           receipt: receipt, id: Digest(id), size: hashed.status.size,
+                                                           receipt: receipt, id: digest, size: hashed.status.size,
                                                            mediaType: hashed.mediaType, status: large ? hashed.status : nil,
-                                                           known: known, cached: hashed.cached))
+                                                           known: known, cached: hashed.cached,
+                                                           firstNew: !known && newContent.insert(digest).inserted))
                             plan.bytes += hashed.status.size
                         }
                     }
@@ -427,7 +431,7 @@ extension Vault {
                         }
                     }
                     if let index, rowProblems.isEmpty {
-                        let zoneName = plan.receipts[index].zone
+                        let zoneName = plan.receipts.zone(index)
                         if zoneState[zoneName] == nil {
                             if let stored = try Zone.fetchOne(db, key: zoneName) {
                                 zoneState[zoneName] = stored.role != "read"
@@ -442,7 +446,7 @@ extension Vault {
                                 plan.newZones.append(zoneName)
                             }
                         } else if zoneState[zoneName] == false {
-                            bad("zone '\(zoneName)' cannot take receipts (see line \(plan.receipts[index].firstLine))")
+                            bad("zone '\(zoneName)' cannot take receipts (see line \(plan.receipts.firstLine(index)))")
                         }
                     }
                     if let file {
@@ -563,7 +567,8 @@ extension Vault {
         for f in plan.files { hasFile[f.receipt] = true }
         var started = [Bool](repeating: false, count: plan.receipts.count)  // its row was written
         var nextPosition = [Int](repeating: -1, count: plan.receipts.count)  // -1: not known yet
-        var written = Set<Digest>()    // blobs this import put in the catalog
+        // Blobs whose first row's file could not be read: the next row with that content tries its own.
+        var retry = Set<Digest>()
         var tagJSON: [[String]: String] = [:]
         try locked(.shared) {
             var start = plan.files.startIndex
@@ -581,7 +586,8 @@ extension Vault {
                 // The batch's new content: one row per blob not in the vault yet, the first row naming it
                 // (by offset in the batch) keeps the blob's "deduplicated" answer, later rows reuse it.
                 var firstRow: [Digest: Int] = [:]
-                for (offset, f) in zip(batch.indices, batch) where !f.known && !written.contains(f.id) && firstRow[f.id] == nil {
+                for (offset, f) in zip(batch.indices, batch)
+                where !f.known && (f.firstNew || retry.contains(f.id)) && firstRow[f.id] == nil {
                     firstRow[f.id] = offset
                 }
                 // Large files are staged (on disk) and installed before the transaction; small ones are
@@ -600,7 +606,7 @@ extension Vault {
                 let installed = try installStaged(Array(staged.values))
                 let now = nowMillis()
                 let isFirst = first
-                let results: [(offset: Int, receipt: Int, item: ImportedFile)] = try catalog.write { db in
+                let results: [RowOutcome?] = try catalog.write { db in
                     let sql = ManifestSQL(db: db, now: now)
                     if isFirst {
                         // A page cache that holds the pages of the randomly keyed indexes (ids, hashes) a batch
@@ -644,8 +650,10 @@ extension Vault {
                             let id = batch[offset].id
                             guard let blob = read[id] ?? staged[id] else { continue }
                             dedupedNew[id] = try sql.insertBlob(blob, installed: installed[blob.id])
-                            written.insert(id)
                         }
+                    }
+                    for id in firstRow.keys {
+                        if unreadable[id] != nil { retry.insert(id) } else { retry.remove(id) }
                     }
                     // 2. The rows. Which rows are first with a blob was settled above by manifest position;
                     // what else one row's outcome may take from another's is `receiptHolding`, asked by rows
@@ -657,14 +665,15 @@ extension Vault {
                     var rowOrder = Array(batch.indices)
                     var blobRows: [Digest: Int] = [:]
                     for f in batch { blobRows[f.id, default: 0] += 1 }
-                    if !batch.contains(where: { !plan.receipts[$0.receipt].given && blobRows[$0.id, default: 0] > 1 }) {
+                    if !batch.contains(where: { !plan.receipts.given($0.receipt) && blobRows[$0.id, default: 0] > 1 }) {
                         // By the id's bytes: the order of its lowercase hex text.
-                        let ids = rowOrder.map { plan.receipts[batch[$0].receipt].key }
+                        let ids = rowOrder.map { plan.receipts.key(batch[$0].receipt) }
                         var positions = Array(rowOrder.indices)
                         positions.sort { ids[$0] != ids[$1] ? ids[$0] < ids[$1] : $0 < $1 }
                         rowOrder = positions.map { rowOrder[$0] }
                     }
-                    var out: [(offset: Int, receipt: Int, item: ImportedFile)] = []
+                    // What became of each row, by offset: turned into the report once the batch commits.
+                    var out = [RowOutcome?](repeating: nil, count: batch.count)
                     var recorded = Set<Int>()  // receipts whose outbox entry this batch wrote
                     var touched = Set<Int>()   // receipts that gained an attachment
                     for offset in rowOrder {
@@ -674,7 +683,7 @@ extension Vault {
                         var deduplicated = true
                         if let first = firstRow[f.id] {
                             if let error = unreadable[f.id] {
-                                report.failed.append(FailedFile(path: f.given, error: error))
+                                out[offset] = .failed(error)
                                 continue
                             }
                             held = offset != first
@@ -686,8 +695,7 @@ extension Vault {
                         if !receipt.given, !started[f.receipt], held,
                            let existing = try receiptHolding(db, f.id.blobID, named: f.name, in: receipt.zone) {
                             // Without an id, a file already filed under this name in the zone is not added again.
-                            out.append((offset, f.receipt, ImportedFile(id: existing, path: f.given, sha256: f.id.hex, size: f.size,
-                                                                deduplicated: true, existing: true)))
+                            out[offset] = .imported(heldBy: existing, deduplicated: true, existing: true)
                             continue
                         }
                         if !started[f.receipt] {
@@ -711,24 +719,29 @@ extension Vault {
                         nextPosition[f.receipt] = position
                         // The stat cache pays for files whose hashing costs more than a lookup.
                         if !f.cached, f.size >= Self.statCacheMinimum, let status = f.status { try sql.remember(f, status) }
-                        out.append((offset, f.receipt, ImportedFile(id: receipt.id, path: f.given, sha256: f.id.hex, size: f.size,
-                                                            deduplicated: deduplicated, existing: !inserted)))
+                        out[offset] = .imported(heldBy: nil, deduplicated: deduplicated, existing: !inserted)
                     }
                     for index in touched.subtracting(recorded).sorted() {
                         let receipt = plan.receipts[index]
                         try db.execute(sql: "UPDATE receipts SET modifiedAt = ? WHERE id = ?", arguments: [now, receipt.id])
                         try sql.recordChange(receipt.id, zone: receipt.zone)
                     }
-                    return out.sorted { $0.offset < $1.offset }
+                    return out
                 }
-                for (_, index, item) in results {
-                    if !item.existing {
-                        report.added += 1
-                        if !added[index] { added[index] = true; report.receiptsAdded += 1 }
-                    } else {
-                        report.existing += 1
+                for (f, outcome) in zip(batch, results) {
+                    switch outcome {
+                    case nil: continue
+                    case .failed(let error): report.failed.append(FailedFile(path: f.given, error: error))
+                    case .imported(let heldBy, let deduplicated, let existing):
+                        if !existing {
+                            report.added += 1
+                            if !added[f.receipt] { added[f.receipt] = true; report.receiptsAdded += 1 }
+                        } else {
+                            report.existing += 1
+                        }
+                        try each(ImportedFile(id: heldBy ?? plan.receipts[f.receipt].id, path: f.given, sha256: f.id.hex,
+                                              size: f.size, deduplicated: deduplicated, existing: existing))
                     }
-                    try each(item)
                 }
                 tally.rowsDone = end
                 tally.bytesDone += batch.reduce(0) { $0 + $1.size }
@@ -738,6 +751,14 @@ extension Vault {
             }
         }
         return report
+    }
+
+    /// What became of a row in pass 2 (the report is made of it once the row's transaction commits).
+    private enum RowOutcome {
+        /// Its file could not be read again, or changed since it was checked.
+        case failed(String)
+        /// `heldBy`: the receipt that already held the file under this name (a row without id).
+        case imported(heldBy: String?, deduplicated: Bool, existing: Bool)
     }
 
     /// Inserts a new receipt or applies the manifest's metadata to the existing one. Returns whether
