@@ -1,6 +1,7 @@
 import BlobStore
 import Foundation
 import GRDB
+import GRDBSQLite
 import ReceiptCatalog
 #if canImport(Glibc)
 import Glibc
@@ -510,7 +511,7 @@ extension Vault {
     /// it is a regular file, sniffs its media type and hashes it — unless it is large and the stat
     /// cache names its content. Runs on worker threads; one open per file.
     func hash(_ job: HashJob) throws -> HashedFile {
-        let shown = Self.printable(job.given)
+        var shown: String { Self.printable(job.given) }  // only for errors
         var path = job.path
         var fd: FileDescriptor
         do {
@@ -866,50 +867,61 @@ extension Vault {
 }
 
 /// The statements a manifest import runs for every row, as prepared statements (GRDB caches them per
-/// connection): the record layer's SQL generation and Codable encoding cost more than SQLite itself
-/// at 100,000 rows.
+/// connection), bound and stepped through SQLite's C API: the record layer's SQL generation and Codable
+/// encoding, then GRDB's boxing of every argument, cost more than SQLite itself at 100,000 rows.
 struct ManifestSQL {
     let db: Database
     let now: Millis
 
     /// Inserts the blob's row unless present; returns whether the vault already had the blob.
     func insertBlob(_ blob: PreparedBlob, installed: StoredBlob?) throws -> Bool {
-        let statement = try db.cachedStatement(sql: """
-            INSERT OR IGNORE INTO blobs(sha256, size, storedSize, encoding, inline, createdAt) VALUES (?, ?, ?, ?, ?, ?)
-            """)
-        if let inline = blob.inline {
-            try statement.execute(arguments: [blob.id.hex, blob.size, blob.size, BlobEncoding.identity.rawValue,
-                                              Data(inline), now])
-            return db.changesCount == 0
-        }
-        guard let installed else {
+        // Inline bytes, or the blob file installed before this transaction.
+        guard blob.inline != nil || installed != nil else {
             throw VaultError(.io, "blob \(blob.id) is not in the catalog nor staged; re-run the import")
         }
-        try statement.execute(arguments: [blob.id.hex, installed.size, installed.storedSize, installed.encoding.rawValue,
-                                          nil as Data?, now])
-        return db.changesCount == 0 || installed.deduplicated
+        let changes = try run("""
+            INSERT OR IGNORE INTO blobs(sha256, size, storedSize, encoding, inline, createdAt) VALUES (?, ?, ?, ?, ?, ?)
+            """) {
+            $0.text(blob.id.hex)
+            $0.int(installed?.size ?? blob.size)
+            $0.int(installed?.storedSize ?? blob.size)
+            $0.text((installed?.encoding ?? .identity).rawValue)
+            $0.blob(blob.inline)
+            $0.int(now)
+        }
+        return changes == 0 || (blob.inline == nil && installed?.deduplicated == true)
     }
 
     func insertReceipt(_ r: Receipt, tagsJSON: String) throws {
-        try db.cachedStatement(sql: """
+        _ = try run("""
             INSERT INTO receipts(id, zone, merchant, date, total, currency, category, note, tags, createdAt, modifiedAt)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [r.id, r.zone, r.merchant, r.date, r.total, r.currency, r.category, r.note, tagsJSON,
-                                     r.createdAt, r.modifiedAt])
+            """) {
+            for text in [r.id, r.zone, r.merchant, r.date, r.total, r.currency, r.category, r.note, tagsJSON] { $0.text(text) }
+            $0.int(r.createdAt)
+            $0.int(r.modifiedAt)
+        }
     }
 
     /// Returns false when the receipt already holds the blob.
     func insertAttachment(_ receiptID: String, _ f: ManifestFile, position: Int) throws -> Bool {
-        try db.cachedStatement(sql: """
-            INSERT OR IGNORE INTO attachments(receiptID, sha256, filename, mediaType, position) VALUES (?, ?, ?, ?, ?)
-            """).execute(arguments: [receiptID, f.id.hex, f.name, f.mediaType, position])
-        return db.changesCount > 0
+        try run("INSERT OR IGNORE INTO attachments(receiptID, sha256, filename, mediaType, position) VALUES (?, ?, ?, ?, ?)") {
+            $0.text(receiptID)
+            $0.text(f.id.hex)
+            $0.text(f.name)
+            $0.text(f.mediaType)
+            $0.int(Int64(position))
+        } > 0
     }
 
     /// The outbox entry of a changed receipt (same row as `Vault.recordChange` writes).
     func recordChange(_ id: String, zone: String) throws {
-        try db.cachedStatement(sql: "INSERT INTO changes(receiptID, zone, kind, at) VALUES (?, ?, ?, ?)")
-            .execute(arguments: [id, zone, Change.Kind.upsert.rawValue, now])
+        _ = try run("INSERT INTO changes(receiptID, zone, kind, at) VALUES (?, ?, ?, ?)") {
+            $0.text(id)
+            $0.text(zone)
+            $0.text(Change.Kind.upsert.rawValue)
+            $0.int(now)
+        }
     }
 
     /// The stat cache entry, so an unchanged file is not hashed again by the next import.
@@ -918,5 +930,60 @@ struct ManifestSQL {
             INSERT OR REPLACE INTO importCache(path, device, inode, size, mtimeNs, sha256) VALUES (?, ?, ?, ?, ?, ?)
             """).execute(arguments: [f.path, Int64(bitPattern: status.device), Int64(bitPattern: status.inode),
                                      status.size, status.mtimeNanoseconds, f.id.hex])
+    }
+
+    /// Binds the values in order (each copied by SQLite) and runs the statement once; returns the rows
+    /// it changed.
+    private func run(_ sql: String, _ bind: (inout Binder) -> Void) throws -> Int {
+        let handle = try db.cachedStatement(sql: sql).sqliteStatement
+        sqlite3_reset(handle)
+        var binder = Binder(handle: handle)
+        bind(&binder)
+        let code = sqlite3_step(handle)
+        guard code == SQLITE_DONE else {
+            let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
+            sqlite3_reset(handle)
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql)
+        }
+        sqlite3_reset(handle)
+        return db.changesCount
+    }
+
+    private struct Binder {
+        let handle: OpaquePointer
+        private var index: Int32 = 0
+
+        init(handle: OpaquePointer) { self.handle = handle }
+
+        /// Text without NUL (checked before: paths, names and metadata refuse it; the rest is ours).
+        mutating func text(_ value: String?) {
+            index += 1
+            if let value {
+                sqlite3_bind_text(handle, index, value, -1, Self.transient)
+            } else {
+                sqlite3_bind_null(handle, index)
+            }
+        }
+
+        mutating func int(_ value: Int64) {
+            index += 1
+            sqlite3_bind_int64(handle, index, value)
+        }
+
+        mutating func blob(_ bytes: [UInt8]?) {
+            index += 1
+            guard let bytes else {
+                sqlite3_bind_null(handle, index)
+                return
+            }
+            // An empty file is an empty blob, not NULL (which would say "not inline").
+            if bytes.isEmpty {
+                sqlite3_bind_zeroblob(handle, index, 0)
+                return
+            }
+            bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), Self.transient) }
+        }
+
+        private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
     }
 }

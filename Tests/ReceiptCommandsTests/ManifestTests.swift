@@ -289,6 +289,17 @@ final class ManifestTests: CLITestCase {
         XCTAssertEqual(try list().count, 2)
     }
 
+    /// An empty file is an empty inline blob (bound as such, not as NULL), read back and verified.
+    func testAnEmptyFileImportsAsAnEmptyBlob() throws {
+        try folder.write("m/empty.txt", [UInt8]())
+        let path = try manifest("path,merchant\nempty.txt,Nobody\ntill.txt,Corner\n")
+        XCTAssertEqual(try receipt("import", "--manifest", path).status, 0)
+        let cat = try receipt("cat", TestData.sha256([]))
+        XCTAssertEqual(cat.status, 0, cat.stderr)
+        XCTAssertTrue(cat.stdout.isEmpty)
+        XCTAssertEqual(try receipt("fsck").status, 0)
+    }
+
     func testManifestAndPathsOrMetadataTogetherAreRefused() throws {
         let path = try manifest("path\ntill.txt\n")
         try assertRefused(["import", "--manifest", path, folder.file("m/till.txt")], mentioning: "not both", status: 64)
