@@ -1,6 +1,10 @@
 import ArgumentParser
+import Foundation
 import ReceiptCatalog
 import ReceiptVault
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct ImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -53,9 +57,13 @@ struct ImportCommand: ParsableCommand {
                 }
             }
             if options.json {
-                let report = try vault.importManifest(manifest, zone: zone, progress: update)
+                // The same document `render` prints, but the rows are spooled to a temporary file as
+                // each batch commits (the failures, which come first, are known only at the end).
+                let spool = try JSONReportSpool()
+                let summary = try vault.importManifestStreamed(manifest, zone: zone, progress: update) { try spool.add($0) }
                 progress.finish()
-                return try render(report, json: true)
+                try spool.print(failed: summary.failed)
+                return try renderFailures(summary.failed)
             }
             // Lines go out as each batch commits, not all at the end: memory stays flat with the row count.
             var text = ""
@@ -108,7 +116,7 @@ func renderSummary(added: Int, receipts: Int, existing: Int, failed: [FailedFile
     try renderFailures(failed)
 }
 
-private func renderFailures(_ failed: [FailedFile]) throws {
+func renderFailures(_ failed: [FailedFile]) throws {
     for failure in failed { Output.note("receipt: \(failure.path): \(failure.error)") }
     if !failed.isEmpty { throw ExitCode(Failure.problems) }
 }
@@ -117,5 +125,54 @@ extension ImportCommand {
     /// One added file as the text output shows it.
     static func line(_ item: ImportedFile) -> String {
         "\(item.id.prefix(8))  \(item.path)\(item.deduplicated ? "  (content already stored)" : "")\n"
+    }
+}
+
+/// `{"failed": [...], "imported": [...]}` as `Output.json` prints an `ImportReport`, with the imported
+/// rows kept in an unlinked temporary file until the end instead of in memory.
+final class JSONReportSpool {
+    private let file: FileHandle
+    private let encoder = Output.jsonEncoder()
+    private var count = 0
+    private var pending = Data()
+
+    init() throws {
+        var template = Array((NSTemporaryDirectory() + "/receipt-report-XXXXXX").utf8CString)
+        let fd = mkstemp(&template)
+        guard fd >= 0 else {
+            throw VaultError(.io, "cannot create a temporary file for the report: \(String(cString: strerror(errno)))")
+        }
+        _ = unlink(template)
+        file = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+    }
+
+    /// One row, indented as an element of the "imported" array.
+    func add(_ item: ImportedFile) throws {
+        if count > 0 { pending.append(contentsOf: Array(",\n".utf8)) }
+        count += 1
+        let text = String(decoding: try encoder.encode(item), as: UTF8.self)
+        pending.append(contentsOf: Array(text.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { "    " + $0 }.joined(separator: "\n").utf8))
+        if pending.count >= 1 << 16 { try flush() }
+    }
+
+    /// Prints the whole document: the envelope as the encoder writes it, the rows spliced in.
+    func print(failed: [FailedFile]) throws {
+        try flush()
+        let envelope = String(decoding: try encoder.encode(ImportReport(failed: failed)), as: UTF8.self)
+        let emptyImported = "\"imported\" : [\n\n  ]\n}"
+        guard count > 0, envelope.hasSuffix(emptyImported) else {
+            return Output.write(envelope + "\n")
+        }
+        Output.write(String(envelope.dropLast(emptyImported.count)) + "\"imported\" : [\n")
+        try file.seek(toOffset: 0)
+        while let chunk = try file.read(upToCount: 1 << 16), !chunk.isEmpty { FileHandle.standardOutput.write(chunk) }
+        Output.write("\n  ]\n}\n")
+    }
+
+    private func flush() throws {
+        guard !pending.isEmpty else { return }
+        try file.write(contentsOf: pending)
+        pending.removeAll(keepingCapacity: true)
     }
 }

@@ -22,6 +22,11 @@ public struct FailedFile: Codable, Sendable, Equatable {
 public struct ImportReport: Codable, Sendable, Equatable {
     public var imported: [ImportedFile] = []
     public var failed: [FailedFile] = []
+
+    public init(imported: [ImportedFile] = [], failed: [FailedFile] = []) {
+        self.imported = imported
+        self.failed = failed
+    }
 }
 
 /// Counters for a progress display.
