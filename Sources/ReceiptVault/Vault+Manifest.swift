@@ -385,7 +385,7 @@ extension Vault {
                         expected = BlobID(hex: raw)
                         if expected == nil { bad("invalid sha256 '\(raw)': expected 64 hexadecimal characters") }
                     }
-                    if let name = row[.filename], name.contains("\0") || name.contains("/") {
+                    if let name = row[.filename], name.utf8.contains(0) || name.utf8.contains(UInt8(ascii: "/")) {
                         bad("invalid filename '\(Self.printable(name))': it may not contain '/' or NUL")
                     }
 
@@ -439,7 +439,7 @@ extension Vault {
                                 if stored.role == "read" {
                                     bad("zone '\(zoneName)' is shared with this account read-only: its receipts cannot be changed")
                                 }
-                            } else if zoneName.contains("/") || zoneName.hasPrefix("-") {
+                            } else if zoneName.utf8.contains(UInt8(ascii: "/")) || zoneName.hasPrefix("-") {
                                 zoneState[zoneName] = false
                                 bad("no zone '\(zoneName)' in this vault (see `receipt zone list`)")
                             } else {
@@ -474,7 +474,7 @@ extension Vault {
     /// per folder) no symbolic link leading out. The file itself is checked when `hash` opens it.
     static func confine(_ given: String, folder: String, realFolder: String,
                         folders: inout [Substring: String?]) throws -> (folder: String, path: String) {
-        if given.contains("\0") { throw VaultError.bad("invalid path '\(printable(given))': it contains a NUL byte") }
+        if given.utf8.contains(0) { throw VaultError.bad("invalid path '\(printable(given))': it contains a NUL byte") }
         if given.hasPrefix("/") {
             throw VaultError.bad("path \(printable(given)) is absolute: paths are relative to the manifest's folder")
         }
