@@ -939,7 +939,8 @@ struct ManifestSQL {
         sqlite3_reset(handle)
         var binder = Binder(handle: handle)
         bind(&binder)
-        let code = sqlite3_step(handle)
+        // A value SQLite could not take (too big, no memory) must not run with the last row's value.
+        let code = binder.failure == SQLITE_OK ? sqlite3_step(handle) : binder.failure
         guard code == SQLITE_DONE else {
             let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
             sqlite3_reset(handle)
@@ -952,6 +953,8 @@ struct ManifestSQL {
     private struct Binder {
         let handle: OpaquePointer
         private var index: Int32 = 0
+        /// The first binding SQLite refused.
+        private(set) var failure = SQLITE_OK
 
         init(handle: OpaquePointer) { self.handle = handle }
 
@@ -959,29 +962,33 @@ struct ManifestSQL {
         mutating func text(_ value: String?) {
             index += 1
             if let value {
-                sqlite3_bind_text(handle, index, value, -1, Self.transient)
+                check(sqlite3_bind_text(handle, index, value, -1, Self.transient))
             } else {
-                sqlite3_bind_null(handle, index)
+                check(sqlite3_bind_null(handle, index))
             }
         }
 
         mutating func int(_ value: Int64) {
             index += 1
-            sqlite3_bind_int64(handle, index, value)
+            check(sqlite3_bind_int64(handle, index, value))
         }
 
         mutating func blob(_ bytes: [UInt8]?) {
             index += 1
             guard let bytes else {
-                sqlite3_bind_null(handle, index)
+                check(sqlite3_bind_null(handle, index))
                 return
             }
             // An empty file is an empty blob, not NULL (which would say "not inline").
             if bytes.isEmpty {
-                sqlite3_bind_zeroblob(handle, index, 0)
+                check(sqlite3_bind_zeroblob(handle, index, 0))
                 return
             }
-            bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), Self.transient) }
+            check(bytes.withUnsafeBytes { sqlite3_bind_blob64(handle, index, $0.baseAddress, UInt64($0.count), Self.transient) })
+        }
+
+        private mutating func check(_ code: Int32) {
+            if code != SQLITE_OK && failure == SQLITE_OK { failure = code }
         }
 
         private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
