@@ -33,6 +33,7 @@ let package = Package(
         .target(name: "ReceiptVault", dependencies: [
             "BlobStore", "ReceiptCatalog",
             .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "CSV", package: "CSV.swift"),
             .product(name: "ZIPFoundation", package: "ZIPFoundation"),
         ], swiftSettings: strict),

@@ -1,6 +1,10 @@
 import ArgumentParser
+import Foundation
 import ReceiptCatalog
 import ReceiptVault
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct ImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -45,15 +49,37 @@ struct ImportCommand: ParsableCommand {
         let vault = try options.openVault()
         if let manifest {
             let progress = ProgressLine("importing")
-            let report = try vault.importManifest(manifest, zone: zone) {
+            let update: (ManifestProgress) -> Void = {
                 switch $0.phase {
                 case .checking: progress.update(label: "checking", items: $0.rowsDone, bytes: $0.bytesDone)
                 case .importing:
                     progress.update(files: $0.rowsDone, of: $0.rowsTotal, bytes: $0.bytesDone, of: $0.bytesTotal)
                 }
             }
+            if options.json {
+                // The same document `render` prints, but the rows are spooled to a temporary file as
+                // each batch commits (the failures, which come first, are known only at the end).
+                let spool = try JSONReportSpool()
+                let summary = try vault.importManifestStreamed(manifest, zone: zone, progress: update) { try spool.add($0) }
+                progress.finish()
+                try spool.print(failed: summary.failed)
+                return try renderFailures(summary.failed)
+            }
+            // Lines go out as each batch commits, not all at the end: memory stays flat with the row count.
+            var text = ""
+            let summary = try vault.importManifestStreamed(manifest, zone: zone, progress: update) { item in
+                guard !item.existing else { return }
+                text += Self.line(item)
+                if text.utf8.count >= 1 << 16 {
+                    progress.finish()
+                    Output.write(text)
+                    text = ""
+                }
+            }
             progress.finish()
-            return try render(report, json: options.json)
+            if !text.isEmpty { Output.write(text) }
+            return try renderSummary(added: summary.added, receipts: summary.receiptsAdded, existing: summary.existing,
+                                     failed: summary.failed)
         }
         var metadata = meta.metadata
         if !tags.isEmpty { metadata.tags = tags }
@@ -70,21 +96,83 @@ struct ImportCommand: ParsableCommand {
 func render(_ report: ImportReport, json: Bool) throws {
     if json {
         try Output.json(report)
-    } else {
-        let added = report.imported.filter { !$0.existing }
-        // One write for all lines: a manifest may add 100,000 receipts.
-        var text = ""
-        for item in added {
-            text += "\(item.id.prefix(8))  \(item.path)\(item.deduplicated ? "  (content already stored)" : "")\n"
-        }
-        if !text.isEmpty { Output.write(text) }
-        let existing = report.imported.count - added.count
-        // Rows of a manifest may put several files into one receipt.
-        let receipts = Set(added.map(\.id)).count
-        Output.note("imported \(receipts) receipt(s)" + (receipts != added.count ? " with \(added.count) file(s)" : "")
-            + (existing > 0 ? ", \(existing) already present" : "")
-            + (report.failed.isEmpty ? "" : ", \(report.failed.count) failed"))
+        try renderFailures(report.failed)
+        return
     }
-    for failure in report.failed { Output.note("receipt: \(failure.path): \(failure.error)") }
-    if !report.failed.isEmpty { throw ExitCode(Failure.problems) }
+    let added = report.imported.filter { !$0.existing }
+    // One write for all lines: an import may add 100,000 receipts.
+    let text = added.map(ImportCommand.line).joined()
+    if !text.isEmpty { Output.write(text) }
+    // Rows of a manifest may put several files into one receipt.
+    try renderSummary(added: added.count, receipts: Set(added.map(\.id)).count,
+                      existing: report.imported.count - added.count, failed: report.failed)
+}
+
+/// The closing note on stderr (and the failures, one line each); exits 1 when any file failed.
+func renderSummary(added: Int, receipts: Int, existing: Int, failed: [FailedFile]) throws {
+    Output.note("imported \(receipts) receipt(s)" + (receipts != added ? " with \(added) file(s)" : "")
+        + (existing > 0 ? ", \(existing) already present" : "")
+        + (failed.isEmpty ? "" : ", \(failed.count) failed"))
+    try renderFailures(failed)
+}
+
+func renderFailures(_ failed: [FailedFile]) throws {
+    for failure in failed { Output.note("receipt: \(failure.path): \(failure.error)") }
+    if !failed.isEmpty { throw ExitCode(Failure.problems) }
+}
+
+extension ImportCommand {
+    /// One added file as the text output shows it.
+    static func line(_ item: ImportedFile) -> String {
+        "\(item.id.prefix(8))  \(item.path)\(item.deduplicated ? "  (content already stored)" : "")\n"
+    }
+}
+
+/// `{"failed": [...], "imported": [...]}` as `Output.json` prints an `ImportReport`, with the imported
+/// rows kept in an unlinked temporary file until the end instead of in memory.
+final class JSONReportSpool {
+    private let file: FileHandle
+    private let encoder = Output.jsonEncoder()
+    private var count = 0
+    private var pending = Data()
+
+    init() throws {
+        var template = Array((NSTemporaryDirectory() + "/receipt-report-XXXXXX").utf8CString)
+        let fd = mkstemp(&template)
+        guard fd >= 0 else {
+            throw VaultError(.io, "cannot create a temporary file for the report: \(String(cString: strerror(errno)))")
+        }
+        _ = unlink(template)
+        file = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+    }
+
+    /// One row, indented as an element of the "imported" array.
+    func add(_ item: ImportedFile) throws {
+        if count > 0 { pending.append(contentsOf: Array(",\n".utf8)) }
+        count += 1
+        let text = String(decoding: try encoder.encode(item), as: UTF8.self)
+        pending.append(contentsOf: Array(text.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { "    " + $0 }.joined(separator: "\n").utf8))
+        if pending.count >= 1 << 16 { try flush() }
+    }
+
+    /// Prints the whole document: the envelope as the encoder writes it, the rows spliced in.
+    func print(failed: [FailedFile]) throws {
+        try flush()
+        let envelope = String(decoding: try encoder.encode(ImportReport(failed: failed)), as: UTF8.self)
+        let emptyImported = "\"imported\" : [\n\n  ]\n}"
+        guard count > 0, envelope.hasSuffix(emptyImported) else {
+            return Output.write(envelope + "\n")
+        }
+        Output.write(String(envelope.dropLast(emptyImported.count)) + "\"imported\" : [\n")
+        try file.seek(toOffset: 0)
+        while let chunk = try file.read(upToCount: 1 << 16), !chunk.isEmpty { FileHandle.standardOutput.write(chunk) }
+        Output.write("\n  ]\n}\n")
+    }
+
+    private func flush() throws {
+        guard !pending.isEmpty else { return }
+        try file.write(contentsOf: pending)
+        pending.removeAll(keepingCapacity: true)
+    }
 }

@@ -64,11 +64,16 @@ struct ProblemsExit: Error {
 
 enum Output {
     static func json<T: Encodable>(_ value: T) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        var data = try encoder.encode(value)
+        var data = try jsonEncoder().encode(value)
         data.append(0x0A)
         FileHandle.standardOutput.write(data)
+    }
+
+    /// The encoder of every JSON output.
+    static func jsonEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return encoder
     }
 
     static func line(_ text: String) {

@@ -99,6 +99,17 @@ final class ManifestReader {
         } catch let error as IOError {
             throw VaultError.bad("cannot read the manifest \(path): \(error.message)")
         }
+        do {
+            // CSV.swift ends a row at bytes that are not UTF-8 and goes on without a word: refuse them first.
+            if let line = try Self.firstLineNotUTF8(fd) {
+                fd.close()
+                throw VaultError.bad("cannot read the manifest \(path) near line \(line): it is not valid UTF-8 text")
+            }
+            try fd.seek(to: 0)
+        } catch let error as IOError {
+            fd.close()
+            throw VaultError.bad("cannot read the manifest \(path): \(error.message)")
+        }
         stream = DescriptorInputStream(fd)
         do {
             reader = try CSVReader(stream: stream, codecType: UTF8.self, hasHeaderRow: false)
@@ -172,6 +183,40 @@ final class ManifestReader {
         case CSVError.unicodeDecoding, CSVError.stringEncodingMismatch: return "it is not valid UTF-8 text"
         case CSVError.stringEndianMismatch: return "it is not UTF-8 text"
         default: return "\(error)"
+        }
+    }
+
+    /// The line (counting LFs) holding the first bytes that are not UTF-8, or nil; reads the file once.
+    static func firstLineNotUTF8(_ fd: FileDescriptor) throws -> Int? {
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { chunk.deallocate() }
+        var carry: [UInt8] = []
+        var line = 1
+        while true {
+            let n = try fd.readFully(into: chunk)
+            var bytes = carry + UnsafeRawBufferPointer(rebasing: chunk[..<n])
+            carry = []
+            if n == chunk.count {
+                // Keep a code point cut by the chunk's end for the next round.
+                var cut = bytes.count
+                while cut > 0 && bytes.count - cut < 3 && bytes[cut - 1] & 0xC0 == 0x80 { cut -= 1 }
+                if cut > 0 && bytes[cut - 1] >= 0xC0 { cut -= 1 } else { cut = bytes.count }
+                carry = Array(bytes[cut...])
+                bytes.removeSubrange(cut...)
+            }
+            var parser = Unicode.UTF8.ForwardParser()
+            var iterator = bytes.makeIterator()
+            parsing: while true {
+                switch parser.parseScalar(from: &iterator) {
+                case .valid(let scalar):
+                    if scalar.count == 1 && scalar.first == 0x0A { line += 1 }
+                case .emptyInput:
+                    break parsing
+                case .error:
+                    return line
+                }
+            }
+            if n < chunk.count { return nil }
         }
     }
 

@@ -47,7 +47,7 @@ public enum MediaType {
     }
 
     static func fileExtension(_ filename: String) -> String {
-        guard filename.contains(".") else { return "" }
+        guard filename.utf8.contains(UInt8(ascii: ".")) else { return "" }  // not Foundation's substring search
         return filename.split(separator: ".").last.map { $0.lowercased() } ?? ""
     }
 

@@ -42,6 +42,33 @@ public enum Parallel {
     }
 }
 
+extension Parallel {
+    /// A value computed on a thread of its own while the caller goes on; `wait` returns it.
+    public final class Background<T: Sendable>: @unchecked Sendable {
+        private let condition = NSCondition()
+        private var value: T?
+
+        public init(_ body: @escaping @Sendable () -> T) {
+            Thread { [self] in
+                let result = body()
+                condition.lock()
+                value = result
+                condition.signal()
+                condition.unlock()
+            }.start()
+        }
+
+        public func wait() -> T {
+            condition.lock()
+            defer { condition.unlock() }
+            while true {
+                if let value { return value }
+                condition.wait()
+            }
+        }
+    }
+}
+
 private final class WorkState<R>: @unchecked Sendable {
     private let condition = NSCondition()
     private var nextIndex = 0

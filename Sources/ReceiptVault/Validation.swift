@@ -28,7 +28,11 @@ public enum Validate {
     /// An exact decimal amount such as `12.34`, `-5`, `0.5`: digits, at most one `.`, up to 4 decimals,
     /// no exponent, no grouping. Canonical form: no leading `+`, no superfluous leading zeros.
     public static func total(_ text: String) throws -> String {
-        var s = Substring(text.trimmingCharacters(in: .whitespaces))
+        // Foundation's trimming is slow (a 100,000-row manifest calls this for every row); a value that
+        // starts and ends with a visible ASCII character has nothing to trim.
+        let visible = { (c: UInt8) in c > 0x20 && c < 0x7F }
+        let plain = text.utf8.first.map(visible) == true && text.utf8.last.map(visible) == true
+        var s = plain ? Substring(text) : Substring(text.trimmingCharacters(in: .whitespaces))
         var sign = ""
         if s.first == "-" { sign = "-"; s = s.dropFirst() } else if s.first == "+" { s = s.dropFirst() }
         let pieces = s.split(separator: ".", omittingEmptySubsequences: false)

@@ -22,6 +22,11 @@ public struct FailedFile: Codable, Sendable, Equatable {
 public struct ImportReport: Codable, Sendable, Equatable {
     public var imported: [ImportedFile] = []
     public var failed: [FailedFile] = []
+
+    public init(imported: [ImportedFile] = [], failed: [FailedFile] = []) {
+        self.imported = imported
+        self.failed = failed
+    }
 }
 
 /// Counters for a progress display.
@@ -39,11 +44,15 @@ struct BatchBudget {
     static let stagedFilesLimit = 256
     /// Staged bytes wait in interim/ (on disk, not in memory) until the batch is installed.
     static let stagedBytesLimit: Int64 = 1 << 30
-    /// Small files are held in memory until their rows commit (two batches at once: one staged while
-    /// the one before it commits).
-    static let inlineBytesLimit: Int64 = 16 << 20
+    /// Small files are held in memory until their rows commit: 32 MiB for one batch at a time, half
+    /// that where two are in flight (a folder import stages one while the one before it commits).
+    let inlineBytesLimit: Int64
     /// Rows of one transaction.
     static let rowsLimit = 16384
+
+    init(inlineBytesLimit: Int64 = 32 << 20) {
+        self.inlineBytesLimit = inlineBytesLimit
+    }
 
     private var rows = 0
     private var staged = 0
@@ -62,7 +71,7 @@ struct BatchBudget {
 
     var isFull: Bool {
         rows >= Self.rowsLimit || staged >= Self.stagedFilesLimit || stagedBytes >= Self.stagedBytesLimit
-            || inlineBytes >= Self.inlineBytesLimit
+            || inlineBytes >= inlineBytesLimit
     }
 }
 
@@ -122,7 +131,7 @@ extension Vault {
                 while start < inputs.endIndex {
                     var end = start
                     var bytes: Int64 = 0
-                    var budget = BatchBudget()
+                    var budget = BatchBudget(inlineBytesLimit: 16 << 20)
                     while end < inputs.endIndex && !budget.isFull {
                         budget.add(size: inputs[end].status.size, inline: inputs[end].status.size < settings.inlineThreshold)
                         bytes += inputs[end].status.size

@@ -1,6 +1,7 @@
 import BlobStore
 import Foundation
 import GRDB
+import GRDBSQLite
 import ReceiptCatalog
 #if canImport(Glibc)
 import Glibc
@@ -16,6 +17,17 @@ public struct ManifestProgress: Sendable {
     public var rowsTotal: Int
     public var bytesDone: Int64
     public var bytesTotal: Int64
+}
+
+/// What a manifest import did, in numbers; the rows themselves went to `importManifest`'s `each`.
+public struct ManifestSummary: Sendable, Equatable {
+    /// Files attached (rows not `existing`).
+    public var added = 0
+    /// Receipts that gained at least one of those files.
+    public var receiptsAdded = 0
+    /// Rows whose file was already there (same receipt, or the same name and content in the zone).
+    public var existing = 0
+    public var failed: [FailedFile] = []
 }
 
 /// The metadata of one receipt as a manifest gives it: the values of the metadata columns present
@@ -94,7 +106,23 @@ struct ManifestMetadata: Equatable {
 
 /// A receipt a manifest describes (one or several rows sharing an id, or one row without id).
 struct ManifestReceipt {
-    let id: String
+    /// The receipt's id, a UUID: its 16 bytes rather than 36 characters on the heap.
+    let uuid: UUID
+    /// The id as the catalog writes it (lowercase; Foundation's `uuidString` formats through snprintf
+    /// and upper case, which 100,000 rows notice).
+    var id: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        text.reserveCapacity(36)
+        withUnsafeBytes(of: uuid.uuid) { bytes in
+            for (i, byte) in bytes.enumerated() {
+                if i == 4 || i == 6 || i == 8 || i == 10 { text.append(UInt8(ascii: "-")) }
+                text.append(digits[Int(byte >> 4)])
+                text.append(digits[Int(byte & 0x0F)])
+            }
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
     /// The id was given in the manifest (so a receipt with that id may already exist and is updated).
     let given: Bool
     let firstLine: Int
@@ -106,28 +134,20 @@ struct ManifestReceipt {
     var exists: Bool
 }
 
-/// One checked row with a file: what pass 2 writes.
-struct ManifestFile: Sendable {
-    let line: Int
-    let given: String
-    /// The file's real folder: one string shared by all rows of that folder.
-    let folder: String
-    /// The real path when the row's file is a symbolic link (inside the manifest's folder).
-    let link: String?
-    /// The `filename` column, when given.
-    let filename: String?
-    let receipt: Int
-    let id: BlobID
-    let size: Int64
-    let mediaType: String
-    let status: FileStatus
-    /// The catalog held the blob when the row was checked.
-    let known: Bool
-    /// The stat cache already has this file's entry.
-    let cached: Bool
+/// A receipt id's 16 bytes as two big-endian words, ordered like the id's text.
+struct UUIDKey: Comparable {
+    let high, low: UInt64
 
-    var path: String { link ?? FileSystem.join(folder, Vault.lastComponent(given)) }
-    var name: String { filename ?? Vault.lastComponent(given) }
+    init(_ uuid: UUID) {
+        let b = uuid.uuid
+        func word(_ bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)) -> UInt64 {
+            withUnsafeBytes(of: bytes) { $0.reduce(0) { $0 << 8 | UInt64($1) } }
+        }
+        high = word((b.0, b.1, b.2, b.3, b.4, b.5, b.6, b.7))
+        low = word((b.8, b.9, b.10, b.11, b.12, b.13, b.14, b.15))
+    }
+
+    static func < (a: UUIDKey, b: UUIDKey) -> Bool { (a.high, a.low) < (b.high, b.low) }
 }
 
 /// A row's file to hash (pass 1), with what the row said about it.
@@ -163,6 +183,8 @@ extension Vault {
     static let statCacheMinimum: Int64 = 64 << 10
     /// Rows whose small files a manifest import reads at once (inside the batch's transaction).
     static let manifestReadSlice = 1024
+    /// The catalog's page cache during a manifest import (KiB): room for the index pages a batch dirties.
+    static let manifestCacheKiB = 8192
 
     /// Imports the receipts a manifest describes (see `ManifestColumn`). Every row is checked first —
     /// files present, readable, inside the manifest's folder and hashing to `sha256` when given;
@@ -172,15 +194,26 @@ extension Vault {
     /// manifest names that this vault lacks are created.
     public func importManifest(_ manifestPath: String, zone defaultZone: String? = nil,
                                progress: ((ManifestProgress) -> Void)? = nil) throws -> ImportReport {
+        var report = ImportReport()
+        let summary = try importManifestStreamed(manifestPath, zone: defaultZone, progress: progress) { report.imported.append($0) }
+        report.failed = summary.failed
+        return report
+    }
+
+    /// `importManifest`, handing each imported row to `each` once its transaction has committed (in
+    /// manifest order) instead of holding them all: a 100,000-row report would be most of the memory.
+    public func importManifestStreamed(_ manifestPath: String, zone defaultZone: String? = nil,
+                                       progress: ((ManifestProgress) -> Void)? = nil,
+                                       each: (ImportedFile) throws -> Void) throws -> ManifestSummary {
         if let defaultZone { _ = try Validate.zoneName(defaultZone) }
         let manifestPath = absolute(manifestPath)
         let plan = try checkManifest(manifestPath, defaultZone: defaultZone, progress: progress)
-        return try wrapped { try writeManifest(plan, progress: progress) }
+        return try wrapped { try writeManifest(plan, progress: progress, each: each) }
     }
 
     struct ManifestPlan {
-        var receipts: [ManifestReceipt] = []
-        var files: [ManifestFile] = []
+        var receipts = ManifestReceipts()
+        var files = ManifestFiles()
         var newZones: [String] = []
         var bytes: Int64 = 0
     }
@@ -197,17 +230,36 @@ extension Vault {
         }
         var plan = ManifestPlan()
         var problems: [ManifestProblem] = []
-        var receiptIndex: [String: Int] = [:]
+        var receiptIndex: [UUID: Int] = [:]
         var zoneState: [String: Bool] = [:]  // zone name → usable (existing writable, or to be created)
         var realFolders: [Substring: String?] = [:]  // a row's folder → where it really is
         var tally = ManifestProgress(phase: .checking, rowsDone: 0, rowsTotal: 0, bytesDone: 0, bytesTotal: 0)
         var jobs: [HashJob] = []
+        var newContent = Set<Digest>()  // blobs the catalog lacks, once the first row naming each is filed
 
         try wrapped {
             try catalog.read { db in
-                /// Hashes the files of the rows read so far on every core, then files them in the plan.
-                func flush() throws {
-                    var results = Parallel.map(jobs) { job in try self.hash(job) }
+                /// The batch being hashed (on every core) while the next rows are read and checked.
+                var hashing: (jobs: [HashJob], results: Parallel.Background<[Result<HashedFile, Error>]>)?
+                /// Starts hashing the files of the rows read since the last call, and files the batch
+                /// hashed before in the plan (in manifest order); at the end, waits for the last one.
+                func flush(last: Bool = false) throws {
+                    let started = jobs.isEmpty ? nil : (jobs, Parallel.Background { [jobs] in
+                        Parallel.map(jobs) { job in try self.hash(job) }
+                    })
+                    jobs = []
+                    if let (done, results) = hashing { try file(done, results.wait()) }
+                    hashing = started
+                    if last, let (done, results) = hashing {
+                        try file(done, results.wait())
+                        hashing = nil
+                    }
+                }
+
+                /// Files a hashed batch in the plan: large files are looked up in the stat cache (or hashed
+                /// whole), all are looked up in the catalog, bad ones become problems.
+                func file(_ jobs: [HashJob], _ hashed: [Result<HashedFile, Error>]) throws {
+                    var results = hashed
                     // Large files: the stat cache may name their content; the others are hashed whole.
                     var large: [Int] = []
                     for (i, result) in results.enumerated() {
@@ -256,16 +308,18 @@ extension Vault {
                             }
                             guard let receipt = job.receipt else { continue }
                             let known = hashed.cached || stored.contains(id.hex)
+                            let digest = Digest(id)
+                            let large = hashed.status.size >= Self.statCacheMinimum
                             plan.files.append(ManifestFile(line: job.line, given: job.given, folder: job.folder,
                                                            link: hashed.path == job.path ? nil : hashed.path,
                                                            filename: job.filename,
-                                                           receipt: receipt, id: id, size: hashed.status.size,
-                                                           mediaType: hashed.mediaType, status: hashed.status, known: known,
-                                                           cached: hashed.cached))
+                                                           receipt: receipt, id: digest, size: hashed.status.size,
+                                                           mediaType: hashed.mediaType, status: large ? hashed.status : nil,
+                                                           known: known, cached: hashed.cached,
+                                                           firstNew: !known && newContent.insert(digest).inserted))
                             plan.bytes += hashed.status.size
                         }
                     }
-                    jobs.removeAll(keepingCapacity: true)
                     progress?(tally)
                 }
 
@@ -306,9 +360,11 @@ extension Vault {
                         do { _ = try Validate.zoneName(z) } catch { bad(Self.message(error)); zone = nil }
                     }
                     var givenID: String?
+                    var givenUUID: UUID?
                     if let raw = ManifestMetadata.trimmed(row[.id]), !raw.isEmpty {
                         if raw.count == 36, let uuid = UUID(uuidString: raw) {
                             givenID = uuid.uuidString.lowercased()
+                            givenUUID = uuid
                         } else {
                             bad("invalid id '\(raw)': expected a receipt UUID such as 1f2e3d4c-5b6a-4789-9abc-def012345678")
                         }
@@ -329,14 +385,14 @@ extension Vault {
                         expected = BlobID(hex: raw)
                         if expected == nil { bad("invalid sha256 '\(raw)': expected 64 hexadecimal characters") }
                     }
-                    if let name = row[.filename], name.contains("\0") || name.contains("/") {
+                    if let name = row[.filename], name.utf8.contains(0) || name.utf8.contains(UInt8(ascii: "/")) {
                         bad("invalid filename '\(Self.printable(name))': it may not contain '/' or NUL")
                     }
 
                     // The receipt it belongs to
                     var index: Int?
                     if rowProblems.isEmpty {
-                        if let givenID, let existing = receiptIndex[givenID] {
+                        if let givenID, let givenUUID, let existing = receiptIndex[givenUUID] {
                             var receipt = plan.receipts[existing]
                             for (column, value) in metadata.values.present where !value.isEmpty {
                                 if let before = receipt.metadata.values[column], !before.isEmpty, before != value {
@@ -357,7 +413,7 @@ extension Vault {
                             plan.receipts[existing] = receipt
                             index = existing
                         } else {
-                            var receipt = ManifestReceipt(id: givenID ?? Self.newReceiptID(), given: givenID != nil,
+                            var receipt = ManifestReceipt(uuid: givenUUID ?? Self.newReceiptUUID(), given: givenID != nil,
                                                           firstLine: row.line, zone: zone ?? Zone.personal,
                                                           zoneExplicit: zone != nil, metadata: metadata, exists: false)
                             if let givenID, let storedZone = try String.fetchOne(
@@ -371,19 +427,19 @@ extension Vault {
                             if rowProblems.isEmpty {
                                 plan.receipts.append(receipt)
                                 index = plan.receipts.count - 1
-                                if let givenID { receiptIndex[givenID] = index }
+                                if let givenUUID { receiptIndex[givenUUID] = index }
                             }
                         }
                     }
                     if let index, rowProblems.isEmpty {
-                        let zoneName = plan.receipts[index].zone
+                        let zoneName = plan.receipts.zone(index)
                         if zoneState[zoneName] == nil {
                             if let stored = try Zone.fetchOne(db, key: zoneName) {
                                 zoneState[zoneName] = stored.role != "read"
                                 if stored.role == "read" {
                                     bad("zone '\(zoneName)' is shared with this account read-only: its receipts cannot be changed")
                                 }
-                            } else if zoneName.contains("/") || zoneName.hasPrefix("-") {
+                            } else if zoneName.utf8.contains(UInt8(ascii: "/")) || zoneName.hasPrefix("-") {
                                 zoneState[zoneName] = false
                                 bad("no zone '\(zoneName)' in this vault (see `receipt zone list`)")
                             } else {
@@ -391,7 +447,7 @@ extension Vault {
                                 plan.newZones.append(zoneName)
                             }
                         } else if zoneState[zoneName] == false {
-                            bad("zone '\(zoneName)' cannot take receipts (see line \(plan.receipts[index].firstLine))")
+                            bad("zone '\(zoneName)' cannot take receipts (see line \(plan.receipts.firstLine(index)))")
                         }
                     }
                     if let file {
@@ -404,9 +460,9 @@ extension Vault {
                     }
                     for message in rowProblems { problems.append(ManifestProblem(line: row.line, message: message)) }
                     tally.rowsDone += 1
-                    if jobs.count >= 512 { try flush() }
+                    if jobs.count >= 1024 { try flush() }
                 }
-                try flush()
+                try flush(last: true)
             }
         }
         problems.sort { $0.line < $1.line }
@@ -418,7 +474,7 @@ extension Vault {
     /// per folder) no symbolic link leading out. The file itself is checked when `hash` opens it.
     static func confine(_ given: String, folder: String, realFolder: String,
                         folders: inout [Substring: String?]) throws -> (folder: String, path: String) {
-        if given.contains("\0") { throw VaultError.bad("invalid path '\(printable(given))': it contains a NUL byte") }
+        if given.utf8.contains(0) { throw VaultError.bad("invalid path '\(printable(given))': it contains a NUL byte") }
         if given.hasPrefix("/") {
             throw VaultError.bad("path \(printable(given)) is absolute: paths are relative to the manifest's folder")
         }
@@ -455,7 +511,7 @@ extension Vault {
     /// it is a regular file, sniffs its media type and hashes it — unless it is large and the stat
     /// cache names its content. Runs on worker threads; one open per file.
     func hash(_ job: HashJob) throws -> HashedFile {
-        let shown = Self.printable(job.given)
+        var shown: String { Self.printable(job.given) }  // only for errors
         var path = job.path
         var fd: FileDescriptor
         do {
@@ -500,8 +556,10 @@ extension Vault {
 
     // MARK: - Pass 2: write, in batches (blobs installed before the rows that refer to them commit)
 
-    private func writeManifest(_ plan: ManifestPlan, progress: ((ManifestProgress) -> Void)?) throws -> ImportReport {
-        var report = ImportReport()
+    private func writeManifest(_ plan: ManifestPlan, progress: ((ManifestProgress) -> Void)?,
+                               each: (ImportedFile) throws -> Void) throws -> ManifestSummary {
+        var report = ManifestSummary()
+        var added = [Bool](repeating: false, count: plan.receipts.count)  // a file was added to it
         var tally = ManifestProgress(phase: .importing, rowsDone: 0, rowsTotal: plan.files.count, bytesDone: 0,
                                      bytesTotal: plan.bytes)
         // Receipts with no file are written with the first batch.
@@ -510,7 +568,8 @@ extension Vault {
         for f in plan.files { hasFile[f.receipt] = true }
         var started = [Bool](repeating: false, count: plan.receipts.count)  // its row was written
         var nextPosition = [Int](repeating: -1, count: plan.receipts.count)  // -1: not known yet
-        var written = Set<BlobID>()    // blobs this import put in the catalog
+        // Blobs whose first row's file could not be read: the next row with that content tries its own.
+        var retry = Set<Digest>()
         var tagJSON: [[String]: String] = [:]
         try locked(.shared) {
             var start = plan.files.startIndex
@@ -524,37 +583,37 @@ extension Vault {
                     budget.add(size: f.known ? 0 : f.size, inline: f.known || f.size < settings.inlineThreshold)
                     end += 1
                 }
-                let batch = plan.files[start..<end]
-                // Read (and stage) the new content of the batch; a file that changed since it was
-                // checked is reported and skipped.
-                var prepared: [BlobID: PreparedBlob] = [:]
-                var unreadable: [BlobID: String] = [:]
-                defer { for p in prepared.values { if let s = p.staged { blobs.discard(s) } } }
-                var seen = Set<BlobID>()
-                /// Reads the rows' new content not read yet (large files: staged).
-                func read(_ rows: ArraySlice<ManifestFile>, large: Bool) {
-                    var toRead: [ManifestFile] = []
-                    for f in rows where !f.known && !written.contains(f.id) && (f.size >= settings.inlineThreshold) == large
-                        && seen.insert(f.id).inserted { toRead.append(f) }
-                    for (f, outcome) in zip(toRead, Parallel.map(toRead) { try self.readManifestFile($0) }) {
-                        switch outcome {
-                        case .success(let blob): prepared[f.id] = blob
-                        case .failure(let error): unreadable[f.id] = Self.message(error)
-                        }
-                    }
+                let batch = Array(plan.files[start..<end])  // decoded once; offsets below are into it
+                // The batch's new content: one row per blob not in the vault yet, the first row naming it
+                // (by offset in the batch) keeps the blob's "deduplicated" answer, later rows reuse it.
+                var firstRow: [Digest: Int] = [:]
+                for (offset, f) in zip(batch.indices, batch)
+                where !f.known && (f.firstNew || retry.contains(f.id)) && firstRow[f.id] == nil {
+                    firstRow[f.id] = offset
                 }
                 // Large files are staged (on disk) and installed before the transaction; small ones are
-                // read slice by slice inside it, so the batch's bytes are never all in memory.
-                read(batch, large: true)
-                let installed = try installStaged(Array(prepared.values))
+                // read slice by slice inside it, so the batch's bytes are never all in memory. A file that
+                // changed since it was checked is reported and skipped.
+                var staged: [Digest: PreparedBlob] = [:]
+                var unreadable: [Digest: String] = [:]
+                defer { for p in staged.values { if let s = p.staged { blobs.discard(s) } } }
+                let large = firstRow.values.sorted().map { batch[$0] }.filter { $0.size >= settings.inlineThreshold }
+                for (f, outcome) in zip(large, Parallel.map(large) { try self.readManifestFile($0) }) {
+                    switch outcome {
+                    case .success(let blob): staged[f.id] = blob
+                    case .failure(let error): unreadable[f.id] = Self.message(error)
+                    }
+                }
+                let installed = try installStaged(Array(staged.values))
                 let now = nowMillis()
                 let isFirst = first
-                let results: [ImportedFile] = try catalog.write { db in
+                let results: [RowOutcome?] = try catalog.write { db in
                     let sql = ManifestSQL(db: db, now: now)
                     if isFirst {
-                        // A page cache for the interior pages of the randomly keyed indexes (ids, hashes),
-                        // bounded: the inline blobs' leaf pages are written once and need no caching.
-                        try db.execute(sql: "PRAGMA cache_size = -4096")
+                        // A page cache that holds the pages of the randomly keyed indexes (ids, hashes) a batch
+                        // touches, so each is written once per transaction, not spilled and written again:
+                        // see "Manifest import" in docs/DESIGN.md.
+                        try db.execute(sql: "PRAGMA cache_size = -\(Self.manifestCacheKiB)")
                         for name in plan.newZones where try !Zone.exists(db, key: name) {
                             try Zone(name: name, createdAt: now).insert(db)
                         }
@@ -563,31 +622,81 @@ extension Vault {
                             started[index] = true
                         }
                     }
-                    var out: [ImportedFile] = []
+                    // 1. The new blobs, in address order: the blobs' index is keyed by address, so each of
+                    // its pages is visited once; the blob rows themselves are appended either way.
+                    var dedupedNew: [Digest: Bool] = [:]  // blob → the vault had it already
+                    let order = firstRow.sorted { $0.key < $1.key }.map(\.value)
+                    /// Reads (on every core, in the background) the small files of the next slice of `order`.
+                    func startReading(from start: Int) -> (slice: ArraySlice<Int>, read: Parallel.Background<[(Digest, Result<PreparedBlob, Error>)]>)? {
+                        guard start < order.endIndex else { return nil }
+                        let slice = order[start..<min(start + Self.manifestReadSlice, order.endIndex)]
+                        let small = slice.map { batch[$0] }.filter { $0.size < settings.inlineThreshold }
+                        return (slice, Parallel.Background {
+                            Array(zip(small.map(\.id), Parallel.map(small) { try self.readManifestFile($0) }))
+                        })
+                    }
+                    // The next slice is read while this one is inserted.
+                    var reading = startReading(from: order.startIndex)
+                    while let (slice, pending) = reading {
+                        let outcomes = pending.wait()
+                        reading = startReading(from: slice.endIndex)
+                        var read: [Digest: PreparedBlob] = [:]
+                        for (id, outcome) in outcomes {
+                            switch outcome {
+                            case .success(let blob): read[id] = blob
+                            case .failure(let error): unreadable[id] = Self.message(error)
+                            }
+                        }
+                        for offset in slice {
+                            let id = batch[offset].id
+                            guard let blob = read[id] ?? staged[id] else { continue }
+                            dedupedNew[id] = try sql.insertBlob(blob, installed: installed[blob.id])
+                        }
+                    }
+                    for id in firstRow.keys {
+                        if unreadable[id] != nil { retry.insert(id) } else { retry.remove(id) }
+                    }
+                    // 2. The rows. Which rows are first with a blob was settled above by manifest position;
+                    // what else one row's outcome may take from another's is `receiptHolding`, asked by rows
+                    // of receipts without an id, which finds attachments of that row's own blob. So unless
+                    // such a row shares its blob with another row of the batch, the rows are written in
+                    // receipt-id order (the rows of one receipt keep theirs): the indexes keyed by receipt id
+                    // (receipts, attachments, outbox) then have each page visited once per batch. Otherwise
+                    // in manifest order. The report keeps manifest order either way.
+                    var rowOrder = Array(batch.indices)
+                    var blobRows: [Digest: Int] = [:]
+                    for f in batch { blobRows[f.id, default: 0] += 1 }
+                    if !batch.contains(where: { !plan.receipts.given($0.receipt) && blobRows[$0.id, default: 0] > 1 }) {
+                        // By the id's bytes: the order of its lowercase hex text.
+                        let ids = rowOrder.map { plan.receipts.key(batch[$0].receipt) }
+                        var positions = Array(rowOrder.indices)
+                        positions.sort { ids[$0] != ids[$1] ? ids[$0] < ids[$1] : $0 < $1 }
+                        rowOrder = positions.map { rowOrder[$0] }
+                    }
+                    // What became of each row, by offset: turned into the report once the batch commits.
+                    var out = [RowOutcome?](repeating: nil, count: batch.count)
                     var recorded = Set<Int>()  // receipts whose outbox entry this batch wrote
                     var touched = Set<Int>()   // receipts that gained an attachment
-                    for (offset, f) in zip(batch.indices, batch) {
-                        if (offset - batch.startIndex) % Self.manifestReadSlice == 0 {
-                            for (id, blob) in prepared where blob.inline != nil { prepared[id] = nil }
-                            read(batch[offset..<min(offset + Self.manifestReadSlice, batch.endIndex)], large: false)
-                        }
-                        if !f.known && !written.contains(f.id), let error = unreadable[f.id] {
-                            report.failed.append(FailedFile(path: f.given, error: error))
-                            continue
-                        }
+                    for offset in rowOrder {
+                        let f = batch[offset]
                         // Held by some receipt already: in the vault before, or written by an earlier row.
-                        let held = f.known || written.contains(f.id)
+                        let held: Bool
                         var deduplicated = true
-                        if !held, let blob = prepared[f.id] {
-                            deduplicated = try sql.insertBlob(blob, installed: installed[f.id])
-                            written.insert(f.id)
+                        if let first = firstRow[f.id] {
+                            if let error = unreadable[f.id] {
+                                out[offset] = .failed(error)
+                                continue
+                            }
+                            held = offset != first
+                            if !held { deduplicated = dedupedNew[f.id] ?? true }
+                        } else {
+                            held = true
                         }
                         let receipt = plan.receipts[f.receipt]
                         if !receipt.given, !started[f.receipt], held,
-                           let existing = try receiptHolding(db, f.id, named: f.name, in: receipt.zone) {
+                           let existing = try receiptHolding(db, f.id.blobID, named: f.name, in: receipt.zone) {
                             // Without an id, a file already filed under this name in the zone is not added again.
-                            out.append(ImportedFile(id: existing, path: f.given, sha256: f.id.hex, size: f.size,
-                                                    deduplicated: true, existing: true))
+                            out[offset] = .imported(heldBy: existing, deduplicated: true, existing: true)
                             continue
                         }
                         if !started[f.receipt] {
@@ -610,9 +719,8 @@ extension Vault {
                         }
                         nextPosition[f.receipt] = position
                         // The stat cache pays for files whose hashing costs more than a lookup.
-                        if !f.cached && f.size >= Self.statCacheMinimum { try sql.remember(f) }
-                        out.append(ImportedFile(id: receipt.id, path: f.given, sha256: f.id.hex, size: f.size,
-                                                deduplicated: deduplicated, existing: !inserted))
+                        if !f.cached, f.size >= Self.statCacheMinimum, let status = f.status { try sql.remember(f, status) }
+                        out[offset] = .imported(heldBy: nil, deduplicated: deduplicated, existing: !inserted)
                     }
                     for index in touched.subtracting(recorded).sorted() {
                         let receipt = plan.receipts[index]
@@ -621,7 +729,21 @@ extension Vault {
                     }
                     return out
                 }
-                report.imported += results
+                for (f, outcome) in zip(batch, results) {
+                    switch outcome {
+                    case nil: continue
+                    case .failed(let error): report.failed.append(FailedFile(path: f.given, error: error))
+                    case .imported(let heldBy, let deduplicated, let existing):
+                        if !existing {
+                            report.added += 1
+                            if !added[f.receipt] { added[f.receipt] = true; report.receiptsAdded += 1 }
+                        } else {
+                            report.existing += 1
+                        }
+                        try each(ImportedFile(id: heldBy ?? plan.receipts[f.receipt].id, path: f.given, sha256: f.id.hex,
+                                              size: f.size, deduplicated: deduplicated, existing: existing))
+                    }
+                }
                 tally.rowsDone = end
                 tally.bytesDone += batch.reduce(0) { $0 + $1.size }
                 progress?(tally)
@@ -630,6 +752,14 @@ extension Vault {
             }
         }
         return report
+    }
+
+    /// What became of a row in pass 2 (the report is made of it once the row's transaction commits).
+    private enum RowOutcome {
+        /// Its file could not be read again, or changed since it was checked.
+        case failed(String)
+        /// `heldBy`: the receipt that already held the file under this name (a row without id).
+        case imported(heldBy: String?, deduplicated: Bool, existing: Bool)
     }
 
     /// Inserts a new receipt or applies the manifest's metadata to the existing one. Returns whether
@@ -672,13 +802,13 @@ extension Vault {
                 let n = try bytes.withUnsafeMutableBytes { try fd.readFully(into: $0) }
                 bytes.removeLast(bytes.count - min(n, bytes.count))
                 let id = SHA256Hasher.hash(bytes)
-                guard id == f.id, n <= st.size else {
+                guard Digest(id) == f.id, n <= st.size else {
                     throw VaultError.bad("\(f.given) changed while it was being imported (it now hashes to \(id))")
                 }
                 return PreparedBlob(id: id, size: Int64(n), mediaType: f.mediaType, inline: bytes, staged: nil, cached: false)
             }
             do {
-                let staged = try blobs.stage(from: fd, compression: settings.compression, expected: f.id)
+                let staged = try blobs.stage(from: fd, compression: settings.compression, expected: f.id.blobID)
                 return PreparedBlob(id: staged.id, size: staged.size, mediaType: f.mediaType, inline: nil,
                                     staged: staged, cached: false)
             } catch BlobError.mismatch(_, let actual) {
@@ -689,16 +819,13 @@ extension Vault {
 
     // MARK: - Helpers
 
-    /// A random (version 4) UUID, lowercase, from OpenSSL's generator: Foundation's `UUID()` opens
-    /// /dev/urandom for each one, which a 100,000-row manifest notices.
-    static func newReceiptID() -> String {
+    /// A random (version 4) UUID from OpenSSL's generator: Foundation's `UUID()` opens /dev/urandom for
+    /// each one, which a 100,000-row manifest notices.
+    static func newReceiptUUID() -> UUID {
         var b = SecureRandom.bytes(16)
         b[6] = (b[6] & 0x0F) | 0x40
         b[8] = (b[8] & 0x3F) | 0x80
-        let hex = BlobID(digest: b + [UInt8](repeating: 0, count: 16)).hex
-        let h = Array(hex.utf8.prefix(32))
-        func part(_ r: Range<Int>) -> String { String(decoding: h[r], as: UTF8.self) }
-        return [part(0..<8), part(8..<12), part(12..<16), part(16..<20), part(20..<32)].joined(separator: "-")
+        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
     }
 
     static func realPath(_ path: String) -> String? {
@@ -740,57 +867,130 @@ extension Vault {
 }
 
 /// The statements a manifest import runs for every row, as prepared statements (GRDB caches them per
-/// connection): the record layer's SQL generation and Codable encoding cost more than SQLite itself
-/// at 100,000 rows.
+/// connection), bound and stepped through SQLite's C API: the record layer's SQL generation and Codable
+/// encoding, then GRDB's boxing of every argument, cost more than SQLite itself at 100,000 rows.
 struct ManifestSQL {
     let db: Database
     let now: Millis
 
     /// Inserts the blob's row unless present; returns whether the vault already had the blob.
     func insertBlob(_ blob: PreparedBlob, installed: StoredBlob?) throws -> Bool {
-        let statement = try db.cachedStatement(sql: """
-            INSERT OR IGNORE INTO blobs(sha256, size, storedSize, encoding, inline, createdAt) VALUES (?, ?, ?, ?, ?, ?)
-            """)
-        if let inline = blob.inline {
-            try statement.execute(arguments: [blob.id.hex, blob.size, blob.size, BlobEncoding.identity.rawValue,
-                                              Data(inline), now])
-            return db.changesCount == 0
-        }
-        guard let installed else {
+        // Inline bytes, or the blob file installed before this transaction.
+        guard blob.inline != nil || installed != nil else {
             throw VaultError(.io, "blob \(blob.id) is not in the catalog nor staged; re-run the import")
         }
-        try statement.execute(arguments: [blob.id.hex, installed.size, installed.storedSize, installed.encoding.rawValue,
-                                          nil as Data?, now])
-        return db.changesCount == 0 || installed.deduplicated
+        let changes = try run("""
+            INSERT OR IGNORE INTO blobs(sha256, size, storedSize, encoding, inline, createdAt) VALUES (?, ?, ?, ?, ?, ?)
+            """) {
+            $0.text(blob.id.hex)
+            $0.int(installed?.size ?? blob.size)
+            $0.int(installed?.storedSize ?? blob.size)
+            $0.text((installed?.encoding ?? .identity).rawValue)
+            $0.blob(blob.inline)
+            $0.int(now)
+        }
+        return changes == 0 || (blob.inline == nil && installed?.deduplicated == true)
     }
 
     func insertReceipt(_ r: Receipt, tagsJSON: String) throws {
-        try db.cachedStatement(sql: """
+        _ = try run("""
             INSERT INTO receipts(id, zone, merchant, date, total, currency, category, note, tags, createdAt, modifiedAt)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [r.id, r.zone, r.merchant, r.date, r.total, r.currency, r.category, r.note, tagsJSON,
-                                     r.createdAt, r.modifiedAt])
+            """) {
+            for text in [r.id, r.zone, r.merchant, r.date, r.total, r.currency, r.category, r.note, tagsJSON] { $0.text(text) }
+            $0.int(r.createdAt)
+            $0.int(r.modifiedAt)
+        }
     }
 
     /// Returns false when the receipt already holds the blob.
     func insertAttachment(_ receiptID: String, _ f: ManifestFile, position: Int) throws -> Bool {
-        try db.cachedStatement(sql: """
-            INSERT OR IGNORE INTO attachments(receiptID, sha256, filename, mediaType, position) VALUES (?, ?, ?, ?, ?)
-            """).execute(arguments: [receiptID, f.id.hex, f.name, f.mediaType, position])
-        return db.changesCount > 0
+        try run("INSERT OR IGNORE INTO attachments(receiptID, sha256, filename, mediaType, position) VALUES (?, ?, ?, ?, ?)") {
+            $0.text(receiptID)
+            $0.text(f.id.hex)
+            $0.text(f.name)
+            $0.text(f.mediaType)
+            $0.int(Int64(position))
+        } > 0
     }
 
     /// The outbox entry of a changed receipt (same row as `Vault.recordChange` writes).
     func recordChange(_ id: String, zone: String) throws {
-        try db.cachedStatement(sql: "INSERT INTO changes(receiptID, zone, kind, at) VALUES (?, ?, ?, ?)")
-            .execute(arguments: [id, zone, Change.Kind.upsert.rawValue, now])
+        _ = try run("INSERT INTO changes(receiptID, zone, kind, at) VALUES (?, ?, ?, ?)") {
+            $0.text(id)
+            $0.text(zone)
+            $0.text(Change.Kind.upsert.rawValue)
+            $0.int(now)
+        }
     }
 
     /// The stat cache entry, so an unchanged file is not hashed again by the next import.
-    func remember(_ f: ManifestFile) throws {
+    func remember(_ f: ManifestFile, _ status: FileStatus) throws {
         try db.cachedStatement(sql: """
             INSERT OR REPLACE INTO importCache(path, device, inode, size, mtimeNs, sha256) VALUES (?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [f.path, Int64(bitPattern: f.status.device), Int64(bitPattern: f.status.inode),
-                                     f.status.size, f.status.mtimeNanoseconds, f.id.hex])
+            """).execute(arguments: [f.path, Int64(bitPattern: status.device), Int64(bitPattern: status.inode),
+                                     status.size, status.mtimeNanoseconds, f.id.hex])
+    }
+
+    /// Binds the values in order (each copied by SQLite) and runs the statement once; returns the rows
+    /// it changed.
+    private func run(_ sql: String, _ bind: (inout Binder) -> Void) throws -> Int {
+        let handle = try db.cachedStatement(sql: sql).sqliteStatement
+        sqlite3_reset(handle)
+        var binder = Binder(handle: handle)
+        bind(&binder)
+        // A value SQLite could not take (too big, no memory) must not run with the last row's value.
+        let code = binder.failure == SQLITE_OK ? sqlite3_step(handle) : binder.failure
+        guard code == SQLITE_DONE else {
+            let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
+            sqlite3_reset(handle)
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql)
+        }
+        sqlite3_reset(handle)
+        return db.changesCount
+    }
+
+    private struct Binder {
+        let handle: OpaquePointer
+        private var index: Int32 = 0
+        /// The first binding SQLite refused.
+        private(set) var failure = SQLITE_OK
+
+        init(handle: OpaquePointer) { self.handle = handle }
+
+        /// Text without NUL (checked before: paths, names and metadata refuse it; the rest is ours).
+        mutating func text(_ value: String?) {
+            index += 1
+            if let value {
+                check(sqlite3_bind_text(handle, index, value, -1, Self.transient))
+            } else {
+                check(sqlite3_bind_null(handle, index))
+            }
+        }
+
+        mutating func int(_ value: Int64) {
+            index += 1
+            check(sqlite3_bind_int64(handle, index, value))
+        }
+
+        mutating func blob(_ bytes: [UInt8]?) {
+            index += 1
+            guard let bytes else {
+                check(sqlite3_bind_null(handle, index))
+                return
+            }
+            // An empty file is an empty blob, not NULL (which would say "not inline").
+            if bytes.isEmpty {
+                check(sqlite3_bind_zeroblob(handle, index, 0))
+                return
+            }
+            check(bytes.withUnsafeBytes { sqlite3_bind_blob64(handle, index, $0.baseAddress, UInt64($0.count), Self.transient) })
+        }
+
+        private mutating func check(_ code: Int32) {
+            if code != SQLITE_OK && failure == SQLITE_OK { failure = code }
+        }
+
+        private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
     }
 }

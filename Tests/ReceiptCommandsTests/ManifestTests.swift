@@ -161,6 +161,10 @@ final class ManifestTests: CLITestCase {
         let invalid = folder.file("m/latin1.csv")
         try Data([0x70, 0x61, 0x74, 0x68, 0x0A, 0xE9, 0xFF, 0x0A]).write(to: URL(fileURLWithPath: invalid))
         try assertRefused(["import", "--manifest", invalid], mentioning: "not valid UTF-8")
+        // Inside a row too (CSV.swift ended the row there and went on without a word), on its line.
+        try Data(Array("path,merchant\ntill.txt,ok\ntill.txt,Caf".utf8) + [0xE9] + Array("\n".utf8))
+            .write(to: URL(fileURLWithPath: invalid))
+        try assertRefused(["import", "--manifest", invalid], mentioning: "near line 3: it is not valid UTF-8 text")
     }
 
     func testARowWithSeveralProblemsIsOneLine() throws {
@@ -229,6 +233,71 @@ final class ManifestTests: CLITestCase {
             total + ((try? FileManager.default.attributesOfItem(atPath: fixtures + "/" + rel)[.size] as? Int) ?? 0)
         }
         XCTAssertLessThan(size, 1_000_000)
+    }
+
+    /// A batch's rows are written in receipt-id order when no row can see another's attachments (see
+    /// "Manifest import" in docs/DESIGN.md): the report, the attachments' order and which row is the
+    /// first with a blob stay those of the manifest.
+    func testRowsOutOfIdOrderKeepManifestOrderInReportAndAttachments() throws {
+        let idC = "0c0c0c0c-0c0c-4c0c-8c0c-0c0c0c0c0c0c"
+        try folder.write("m/copy.txt", Samples.text)
+        let path = try manifest("""
+            path,id
+            docs/receipt.pdf,\(idB)
+            till.txt,\(idA)
+            scan.png,\(idB)
+            docs/photo.jpg,\(idA)
+            copy.txt,\(idC)
+
+            """)
+        let out = try XCTUnwrap(try json("import", "--manifest", path) as? [String: Any])
+        let imported = try XCTUnwrap(out["imported"] as? [[String: Any]])
+        XCTAssertEqual(imported.compactMap { $0["path"] as? String },
+                       ["docs/receipt.pdf", "till.txt", "scan.png", "docs/photo.jpg", "copy.txt"])
+        XCTAssertEqual(imported.compactMap { $0["deduplicated"] as? Bool }, [false, false, false, false, true])
+        XCTAssertEqual(imported.compactMap { $0["id"] as? String }, [idB, idA, idB, idA, idC])
+        let receipts = try list()
+        func files(_ id: String) -> [String] {
+            let r = receipts.first { $0["id"] as? String == id }
+            return (r?["attachments"] as? [[String: Any]])?.compactMap { $0["filename"] as? String } ?? []
+        }
+        XCTAssertEqual(files(idA), ["till.txt", "photo.jpg"])
+        XCTAssertEqual(files(idB), ["receipt.pdf", "scan.png"])
+        XCTAssertEqual(files(idC), ["copy.txt"])
+        // The text output lists the same rows, in the same order, as each batch commits.
+        try folder.write("m/more.txt", Array("more".utf8))
+        let text = try receipt("import", "--manifest", try manifest("path,id\nmore.txt,\(idC)\ntill.txt,\(idB)\n"))
+        XCTAssertEqual(text.status, 0, text.stderr)
+        XCTAssertEqual(text.stdout, "0c0c0c0c  more.txt\n2a3b4c5d  till.txt  (content already stored)\n")
+        XCTAssertEqual(text.stderr, "imported 2 receipt(s)\n")
+    }
+
+    /// A row without an id whose file (name and content) another row of the same batch files first is
+    /// reported as `existing`, held by that row's receipt: such batches are written in manifest order.
+    func testARowWithoutIdSeesTheReceiptAnEarlierRowFiledItsFileIn() throws {
+        let path = try manifest("""
+            path,id
+            till.txt,\(idB)
+            scan.png,\(idA)
+            till.txt,
+
+            """)
+        let out = try XCTUnwrap(try json("import", "--manifest", path) as? [String: Any])
+        let imported = try XCTUnwrap(out["imported"] as? [[String: Any]])
+        XCTAssertEqual(imported.compactMap { $0["existing"] as? Bool }, [false, false, true])
+        XCTAssertEqual(imported.compactMap { $0["id"] as? String }, [idB, idA, idB])
+        XCTAssertEqual(try list().count, 2)
+    }
+
+    /// An empty file is an empty inline blob (bound as such, not as NULL), read back and verified.
+    func testAnEmptyFileImportsAsAnEmptyBlob() throws {
+        try folder.write("m/empty.txt", [UInt8]())
+        let path = try manifest("path,merchant\nempty.txt,Nobody\ntill.txt,Corner\n")
+        XCTAssertEqual(try receipt("import", "--manifest", path).status, 0)
+        let cat = try receipt("cat", TestData.sha256([]))
+        XCTAssertEqual(cat.status, 0, cat.stderr)
+        XCTAssertTrue(cat.stdout.isEmpty)
+        XCTAssertEqual(try receipt("fsck").status, 0)
     }
 
     func testManifestAndPathsOrMetadataTogetherAreRefused() throws {

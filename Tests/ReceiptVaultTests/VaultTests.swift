@@ -65,6 +65,24 @@ final class VaultTests: XCTestCase {
         XCTAssertEqual(try FileSystem.contents(of: vault.blobs.interimPath), [], "no staging file left")
     }
 
+    /// A file that changes after the rows were checked and before they are written is reported failed
+    /// (with every row naming that content), and the other rows are imported.
+    func testAManifestFileChangedBetweenCheckAndWriteIsReportedFailed() throws {
+        try folder.write("in/a.txt", "a")
+        try folder.write("in/b.txt", "b")
+        try folder.write("in/b-copy.txt", "b")
+        try folder.write("in/m.csv", "path\na.txt\nb.txt\nb-copy.txt\n")
+        let report = try vault.importManifest(folder.file("in/m.csv")) { progress in
+            // The last call of the checking pass: every row has been hashed, nothing written yet.
+            if progress.phase == .checking { _ = try? self.folder.write("in/b.txt", "changed") }
+        }
+        XCTAssertEqual(report.imported.map(\.path), ["a.txt"])
+        XCTAssertEqual(report.failed.map(\.path), ["b.txt", "b-copy.txt"], "the content was read from b.txt")
+        XCTAssertTrue(report.failed.allSatisfy { $0.error.contains("b.txt changed while it was being imported") })
+        XCTAssertEqual(try count("receipts"), 1)
+        XCTAssertEqual(try count("blobs"), 1)
+    }
+
     // I5
     func testRemoveKeepsBytesUntilGC() throws {
         let big = TestData.random(5_000, seed: 2), small = Array("small".utf8)
