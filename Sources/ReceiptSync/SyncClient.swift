@@ -209,14 +209,8 @@ public struct SyncClient: Sendable {
             }
             let incoming = try store.incoming()
             defer { incoming.discard() }
-            do {
-                for try await buffer in response.body {
-                    try buffer.withUnsafeReadableBytes { try incoming.append($0) }
-                }
-            } catch let error as BlobIOError {
-                throw error
-            } catch {
-                throw SyncError("the download of blob \(id) from \(baseURL) was cut off: \(Self.reason(error))")
+            for try await buffer in response.body {
+                try buffer.withUnsafeReadableBytes { try incoming.append($0) }
             }
             do {
                 return .staged(try incoming.finish(expected: id))
