@@ -182,9 +182,10 @@ final class ServerAuthorizationTests: XCTestCase {
         XCTAssertEqual(try JSONDecoder().decode(WirePushResponse.self, from: Data(pushed.body)).results.map(\.status), [.rejected])
     }
 
-    /// Uploads that arrive together are installed in groups: each one answered 204 is installed
-    /// whole under its address, a tampered one among them is refused alone, and no staging file stays.
-    func testConcurrentUploadsAreInstalledInGroupsAndATamperedOneAlone() async throws {
+    /// Uploads that arrive together, streamed into staging files at once: each one answered 204 is
+    /// installed whole under its address, a tampered one among them is refused alone, and no staging
+    /// file stays.
+    func testConcurrentUploadsAreInstalledWholeAndATamperedOneRefusedAlone() async throws {
         let s = try await makeSetup()
         let server = s.server
         defer { Task { await server.stop() } }
