@@ -12,20 +12,21 @@ import Glibc
 /// read. Each must end in one clear error, leave no staging file, and leave every earlier receipt
 /// intact and fsck clean.
 final class FaultTests: XCTestCase {
-    /// A small tmpfs at `path`, or nil (with a printed note) where this process may not mount.
+    /// A small tmpfs at `path`. Skipped (reported as such, not passed) where this process is not
+    /// root; a failure where root cannot mount one, since then the case would silently not run (CI
+    /// runs as root).
     final class Mount {
         let path: String
         private init(path: String) { self.path = path }
 
-        static func tmpfs(at path: String, size: String) throws -> Mount? {
+        static func tmpfs(at path: String, size: String) throws -> Mount {
             guard geteuid() == 0 else {
-                print("FaultTests: not root, so no tmpfs can be mounted: the \(size) file-system case is not run here (CI runs as root)")
-                return nil
+                throw XCTSkip("not root, so no \(size) tmpfs can be mounted (CI runs as root)")
             }
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-            guard run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", path]) == 0 else {
-                print("FaultTests: mounting a tmpfs at \(path) failed (no CAP_SYS_ADMIN?): the case is not run here")
-                return nil
+            let status = run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", path])
+            guard status == 0 else {
+                throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "mounting a tmpfs at \(path) failed: mount exited \(status)"])
             }
             return Mount(path: path)
         }
@@ -64,7 +65,7 @@ final class FaultTests: XCTestCase {
 
     func testFullDiskEndsInAClearErrorAndRemovesTheStagingFile() async throws {
         let dir = TemporaryFolder()
-        guard let mount = try Mount.tmpfs(at: dir.file("small"), size: "2m") else { return }
+        let mount = try Mount.tmpfs(at: dir.file("small"), size: "2m")
         let vaultPath = mount.path + "/vault"
         _ = try Vault.create(at: vaultPath)
         let first = try dir.write("in/first.bin", TestData.random(300_000, seed: 1))
@@ -94,7 +95,7 @@ final class FaultTests: XCTestCase {
 
     func testReadOnlyVaultRefusesChangesWithAClearErrorAndStillReads() async throws {
         let dir = TemporaryFolder()
-        guard let mount = try Mount.tmpfs(at: dir.file("ro"), size: "8m") else { return }
+        let mount = try Mount.tmpfs(at: dir.file("ro"), size: "8m")
         let vaultPath = mount.path + "/vault"
         _ = try Vault.create(at: vaultPath)
         let first = try dir.write("in/first.bin", TestData.random(200_000, seed: 3))
