@@ -108,32 +108,3 @@ private final class WorkState<R>: @unchecked Sendable {
         condition.unlock()
     }
 }
-
-/// Runs jobs one at a time, in the order submitted, on a thread of its own, while the caller gets the
-/// next one ready (an import stages batch N+1 while batch N is flushed and committed). After the first
-/// failure the remaining jobs are skipped and `wait` rethrows it.
-final class InOrderWorker<R>: @unchecked Sendable {
-    private let queue = DispatchQueue(label: "receipt.in-order-worker")
-    private let group = DispatchGroup()
-    private var failure: Error?
-    private var collected: [R] = []
-
-    func submit(_ job: @escaping @Sendable () throws -> [R]) {
-        queue.async(group: group) {
-            guard self.failure == nil else { return }
-            do { self.collected += try job() } catch { self.failure = error }
-        }
-    }
-
-    /// Waits until every submitted job ran; rethrows the first failure.
-    func wait() throws {
-        group.wait()
-        if let failure { throw failure }
-    }
-
-    /// Every job's results, in order; read after `wait`.
-    var results: [R] {
-        group.wait()
-        return collected
-    }
-}

@@ -124,9 +124,10 @@ extension Vault {
                                    bytesTotal: inputs.reduce(0) { $0 + $1.status.size })
         try wrapped {
             try locked(.shared) {
-                // While one batch is flushed and committed on the committer's thread, the next is staged.
-                let committer = InOrderWorker<ImportedFile>()
-                defer { try? committer.wait() }
+                // While one batch is flushed and committed on a thread of its own, the next is staged;
+                // batches commit strictly in order.
+                var committing: Parallel.Background<Result<[ImportedFile], Error>>?
+                defer { _ = committing?.wait() }
                 var start = inputs.startIndex
                 while start < inputs.endIndex {
                     var end = start
@@ -138,15 +139,14 @@ extension Vault {
                         end += 1
                     }
                     let prepared = try prepareBatch(inputs[start..<end], failed: &report.failed)
-                    try committer.wait()
-                    committer.submit { try self.commitBatch(prepared, zone: zone, metadata: metadata) }
+                    if let previous = committing { report.imported += try previous.wait().get() }
+                    committing = Parallel.Background { Result { try self.commitBatch(prepared, zone: zone, metadata: metadata) } }
                     tally.filesDone = end
                     tally.bytesDone += bytes
                     progress?(tally)
                     start = end
                 }
-                try committer.wait()
-                report.imported = committer.results
+                if let last = committing { report.imported += try last.wait().get() }
             }
         }
         return report
