@@ -20,6 +20,13 @@ public struct BlobID: Hashable, Comparable, Sendable, CustomStringConvertible, C
         self.hex = String(decoding: out, as: UTF8.self)
     }
 
+    /// The address's 32 bytes (as the wire's bundle headers carry it).
+    public var digest: [UInt8] {
+        func value(_ c: UInt8) -> UInt8 { c <= 57 ? c - 48 : (c | 0x20) - 87 }
+        let digits = Array(hex.utf8)
+        return (0..<32).map { value(digits[2 * $0]) << 4 | value(digits[2 * $0 + 1]) }
+    }
+
     public var description: String { hex }
     /// The fan-out folder a blob file lives in: the first two hex digits.
     public var fanOut: String { String(hex.prefix(2)) }

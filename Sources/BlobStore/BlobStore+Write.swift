@@ -108,18 +108,6 @@ extension BlobStore {
         return packed
     }
 
-    /// The original bytes of a staged uncompressed blob, read back and verified against its address
-    /// (`.corrupt` otherwise): for callers that keep small blobs in memory rather than as files.
-    public func contents(of staged: StagedBlob) throws -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: Int(staged.size))
-        let n = try FileDescriptor.with(staged.path, O_RDONLY) { fd in try bytes.withUnsafeMutableBytes { try fd.readFully(into: $0) } }
-        let actual = SHA256Hasher.hash(Array(bytes[..<n]))
-        guard n == Int(staged.size), actual == staged.id else {
-            throw BlobError.corrupt(staged.id, detail: "its staged bytes changed on disk (they hash to \(actual))")
-        }
-        return bytes
-    }
-
     /// Stages in-memory bytes (small blobs, tests).
     public func stage(bytes: [UInt8], compression mode: CompressionMode) throws -> StagedBlob {
         let encoding: BlobEncoding

@@ -7,7 +7,7 @@ extension FileSystem {
     /// Makes everything written to the file system that holds `path` durable (syncfs(2)): one call
     /// instead of an fsync per file, for writers of many files such as an export.
     public static func syncFileSystem(containing path: String) throws {
-        try FileDescriptor.with(path, O_RDONLY) { fd in
+        _ = try FileDescriptor.with(path, O_RDONLY) { fd in
             try sys("syncing the file system of", path) { cfileops_syncfs(fd.raw) }
         }
     }

@@ -111,6 +111,13 @@ public enum SyncServer {
             throw ServerError(409, "another receipt server is already running on the data folder \(dataPath)")
         }
         defer { Glibc.close(lock) }
+        // Each blob of a bundle being received holds a staging file open until the bundle is installed
+        // (up to WireBundle.maxBlobs per request): a soft limit of 1,024 descriptors would not go far.
+        var files = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &files) == 0 && files.rlim_cur < files.rlim_max {
+            files.rlim_cur = min(files.rlim_max, 1 << 16)
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &files)
+        }
         // Staging files of a server that died mid-upload: nothing refers to them.
         for file in (try? catalog.blobs.interimFiles()) ?? [] where !file.owned { try? FileSystem.remove(file.path) }
         do {

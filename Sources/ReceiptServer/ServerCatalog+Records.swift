@@ -45,21 +45,27 @@ extension ServerCatalog {
         }
     }
 
-    /// Records that `caller` uploaded bytes that hashed to `id` (installed in the store already).
-    func registerUpload(_ id: BlobID, size: Int64, caller: Account) async throws {
+    /// Records that `caller` uploaded bytes that hashed to each id (installed in the store already),
+    /// in one transaction.
+    func registerUploads(_ blobs: [StoredBlob], caller: Account) async throws {
         try await pool.write { db in
-            try db.execute(sql: "INSERT OR IGNORE INTO blobs(sha256, size, createdAt) VALUES (?, ?, ?)",
-                           arguments: [id.hex, size, Self.now()])
-            try db.execute(sql: "INSERT OR IGNORE INTO possessions(accountID, sha256) VALUES (?, ?)",
-                           arguments: [caller.id, id.hex])
+            let now = Self.now()
+            for blob in blobs {
+                try db.execute(sql: "INSERT OR IGNORE INTO blobs(sha256, size, createdAt) VALUES (?, ?, ?)",
+                               arguments: [blob.id.hex, blob.size, now])
+                try db.execute(sql: "INSERT OR IGNORE INTO possessions(accountID, sha256) VALUES (?, ?)",
+                               arguments: [caller.id, blob.id.hex])
+            }
         }
     }
 
-    /// The blob's size when `caller` may read it; nil otherwise (absent or not readable: the same answer).
-    func readableBlobSize(_ id: BlobID, caller: Account) async throws -> Int64? {
+    /// Each blob's size when `caller` may read it; nil otherwise (absent or not readable: the same answer).
+    func readableBlobSizes(_ ids: [BlobID], caller: Account) async throws -> [Int64?] {
         try await pool.read { db in
-            guard try Self.canRead(db, blob: id.hex, caller: caller) else { return nil }
-            return try Int64.fetchOne(db, sql: "SELECT size FROM blobs WHERE sha256 = ?", arguments: [id.hex])
+            try ids.map { id in
+                guard try Self.canRead(db, blob: id.hex, caller: caller) else { return nil }
+                return try Int64.fetchOne(db, sql: "SELECT size FROM blobs WHERE sha256 = ?", arguments: [id.hex])
+            }
         }
     }
 

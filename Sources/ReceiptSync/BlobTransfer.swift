@@ -11,63 +11,106 @@ struct BlobTransfer {
     let vault: Vault
     let client: SyncClient
 
-    /// Downloads blob `hex` for the vault: inline bytes (in the returned row) below the vault's inline
-    /// threshold, else a staged file, encoded as the vault stores blobs, for the caller to install
-    /// (durably) before the row is inserted.
-    func fetch(_ hex: String) async throws -> FetchedBlob {
-        guard let id = BlobID(hex: hex) else { throw SyncError("\(hex) is not a blob address") }
-        let now = nowMillis()
-        // A file a killed sync installed but did not get to reference: adopt it once it verifies.
-        if let storedSize = try? vault.blobs.storedSize(of: id), let encoding = try? vault.blobs.detectEncoding(id),
-           let size = try? vault.blobs.verify(id, encoding: encoding), size >= vault.settings.inlineThreshold {
-            return FetchedBlob(record: BlobRecord(sha256: id.hex, size: size, storedSize: storedSize, encoding: encoding.rawValue,
-                                                  inline: nil, createdAt: now), staged: nil)
+    /// A blob file a killed sync installed but did not get to reference: adopted once it verifies.
+    func adopted(_ id: BlobID) -> FetchedBlob? {
+        guard let storedSize = try? vault.blobs.storedSize(of: id), let encoding = try? vault.blobs.detectEncoding(id),
+              let size = try? vault.blobs.verify(id, encoding: encoding), size >= vault.settings.inlineThreshold else {
+            return nil
         }
-        let threshold = vault.settings.inlineThreshold
-        let staged: StagedBlob
-        switch try await client.download(id, into: vault.blobs, inMemoryBelow: threshold) {
-        case .bytes(let bytes):
-            return FetchedBlob(record: BlobRecord(sha256: id.hex, size: Int64(bytes.count), storedSize: Int64(bytes.count),
-                                                  encoding: BlobEncoding.identity.rawValue, inline: bytes, createdAt: now), staged: nil)
-        case .staged(let file) where file.size < threshold:
-            // The server did not announce the size: keep small bytes inline all the same.
-            defer { vault.blobs.discard(file) }
-            do {
-                let bytes = try vault.blobs.contents(of: file)
-                return FetchedBlob(record: BlobRecord(sha256: id.hex, size: file.size, storedSize: file.size,
-                                                      encoding: BlobEncoding.identity.rawValue, inline: bytes, createdAt: now), staged: nil)
-            } catch let error as BlobError {
-                throw SyncError("the downloaded blob \(id) was not stored: \(error)")
-            }
-        case .staged(let file):
-            staged = file
-        }
-        let encoded = try vault.blobs.encoded(staged, compression: vault.settings.compression)
-        return FetchedBlob(record: BlobRecord(sha256: id.hex, size: encoded.size, storedSize: encoded.storedSize,
-                                              encoding: encoded.encoding.rawValue, inline: nil, createdAt: now), staged: encoded)
+        return FetchedBlob(record: BlobRecord(sha256: id.hex, size: size, storedSize: storedSize, encoding: encoding.rawValue,
+                                              inline: nil, createdAt: nowMillis()), staged: nil)
     }
 
-    /// Uploads the vault's blob `hex`, its original bytes verified by the server against the address.
-    func upload(_ hex: String) async throws {
-        guard let id = BlobID(hex: hex) else { throw SyncError("\(hex) is not a blob address") }
-        guard let record = try vault.catalog.read({ try BlobRecord.fetchOne($0, key: hex) }) else {
-            throw SyncError("blob \(hex) is referenced but not in this vault: run `receipt fsck`")
+    /// Downloads blobs for the vault as one bundle: inline bytes (in the returned rows) below the
+    /// vault's inline threshold, else staged files, encoded as the vault stores blobs, for the caller
+    /// to install (durably) before the rows are inserted. In the order of `ids`.
+    func fetch(_ ids: [BlobID]) async throws -> [FetchedBlob] {
+        let now = nowMillis()
+        let downloaded = try await client.download(ids, into: vault.blobs, inMemoryBelow: vault.settings.inlineThreshold)
+        var fetched: [FetchedBlob] = []
+        do {
+            for (id, blob) in zip(ids, downloaded) {
+                switch blob {
+                case .bytes(let bytes):
+                    fetched.append(FetchedBlob(record: BlobRecord(sha256: id.hex, size: Int64(bytes.count), storedSize: Int64(bytes.count),
+                                                                  encoding: BlobEncoding.identity.rawValue, inline: bytes, createdAt: now),
+                                               staged: nil))
+                case .staged(let file):
+                    let encoded = try vault.blobs.encoded(file, compression: vault.settings.compression)
+                    fetched.append(FetchedBlob(record: BlobRecord(sha256: id.hex, size: encoded.size, storedSize: encoded.storedSize,
+                                                                  encoding: encoded.encoding.rawValue, inline: nil, createdAt: now),
+                                               staged: encoded))
+                }
+            }
+        } catch {
+            // Nothing staged outlives a failed fetch: neither what was encoded nor what was not reached.
+            for case let staged? in fetched.map(\.staged) { vault.blobs.discard(staged) }
+            for case .staged(let file) in downloaded.dropFirst(fetched.count) { vault.blobs.discard(file) }
+            throw error
         }
-        if let inline = record.inline {
-            try await client.upload(id, bytes: inline)
-        } else if record.encoding == BlobEncoding.identity.rawValue {
-            try await client.upload(id, fileAt: vault.blobs.path(for: id))
-        } else {
-            try FileSystem.makeDirectories(vault.blobs.interimPath)
-            let temp = vault.blobs.interimPath + "/upload-" + SecureRandom.hex(12) + ".interim"
-            defer { try? FileSystem.remove(temp) }
-            try vault.copyBlob(record, to: temp)
-            // Held while the upload reads it, so fsck sees a staging file a running command owns.
-            let lock = try FileDescriptor.open(temp, O_RDONLY)
-            defer { lock.close() }
-            _ = flock(lock.raw, LOCK_EX | LOCK_NB)
-            try await client.upload(id, fileAt: temp)
+        return fetched
+    }
+
+    /// Uploads the vault's blobs `hexes` as one bundle, their original bytes verified by the server
+    /// against their addresses; xz blobs are decoded to staging files first. A blob whose bytes this
+    /// vault cannot provide (file missing, cut short, corrupt) is left out, and named in the answer.
+    func upload(_ hexes: [String]) async throws -> [String] {
+        let rows = try vault.catalog.read { db in
+            try hexes.map { hex in
+                (hex, try Row.fetchOne(db, sql: "SELECT size, encoding, inline IS NOT NULL AS isInline FROM blobs WHERE sha256 = ?",
+                                       arguments: [hex]))
+            }
         }
+        var decoded: [(path: String, lock: FileDescriptor)] = []
+        defer {
+            for temp in decoded {
+                temp.lock.close()
+                try? FileSystem.remove(temp.path)
+            }
+        }
+        var parts: [BundlePart] = []
+        var problems: [String] = []
+        for (hex, row) in rows {
+            guard let row, let id = BlobID(hex: hex) else {
+                problems.append("blob \(hex) is referenced but not in this vault: run `receipt fsck`")
+                continue
+            }
+            let size: Int64 = row["size"]
+            if row["isInline"] {
+                let catalog = vault.catalog
+                parts.append(BundlePart(id: id, size: size, source: .load {
+                    guard let bytes = try catalog.read({ try BlobRecord.fetchOne($0, key: id.hex) })?.inline else {
+                        throw SyncError("blob \(id) left this vault during the upload")
+                    }
+                    return bytes
+                }))
+            } else if row["encoding"] == BlobEncoding.identity.rawValue {
+                let path = vault.blobs.path(for: id)
+                guard let status = try? FileSystem.status(path), status.isRegular, status.size == size else {
+                    problems.append("blob \(id) is missing from this vault or not its recorded size: run `receipt fsck`")
+                    continue
+                }
+                parts.append(BundlePart(id: id, size: size, source: .file(path)))
+            } else {
+                try FileSystem.makeDirectories(vault.blobs.interimPath)
+                let temp = vault.blobs.interimPath + "/upload-" + SecureRandom.hex(12) + ".interim"
+                do {
+                    try vault.copyBlob(BlobRecord(sha256: hex, size: size, storedSize: size, encoding: row["encoding"],
+                                                  inline: nil, createdAt: 0), to: temp)
+                } catch let error as BlobError {
+                    try? FileSystem.remove(temp)
+                    problems.append("blob \(id) was not uploaded: \(error): run `receipt fsck`")
+                    continue
+                }
+                // Held while the upload reads it, so fsck sees a staging file a running command owns.
+                let lock = try FileDescriptor.open(temp, O_RDONLY)
+                _ = flock(lock.raw, LOCK_EX | LOCK_NB)
+                decoded.append((temp, lock))
+                parts.append(BundlePart(id: id, size: size, source: .file(temp)))
+            }
+        }
+        if !parts.isEmpty { try await client.upload(parts) }
+        return problems
     }
 }
 
@@ -87,10 +130,12 @@ public struct RemoteBlobFetcher: Sendable {
     /// vault's compression. Returns how it was stored, for the caller to update the blob's row
     /// (encoding, stored size) if they differ. Use it for a blob whose row says it is external.
     public func restore(_ id: BlobID) async throws -> StoredBlob {
+        let downloaded = try await client.download([id], into: vault.blobs)
         let staged: StagedBlob
-        switch try await client.download(id, into: vault.blobs) {
-        case .staged(let file): staged = file
-        case .bytes(let bytes): staged = try vault.blobs.stage(bytes: bytes, compression: .none)
+        switch downloaded.first {
+        case .staged(let file)?: staged = file
+        case .bytes(let bytes)?: staged = try vault.blobs.stage(bytes: bytes, compression: .none)
+        case nil: throw SyncError("the server sent no bytes for blob \(id)")
         }
         return try vault.blobs.install([vault.blobs.encoded(staged, compression: vault.settings.compression)])[0]
     }

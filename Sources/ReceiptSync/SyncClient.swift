@@ -166,70 +166,117 @@ public struct SyncClient: Sendable {
         return want
     }
 
-    /// Uploads the file at `path` (the blob's original bytes) as blob `id`, streaming it.
-    public func upload(_ id: BlobID, fileAt path: String) async throws {
-        let file = try ChunkedFileReader(path: path)
-        var request = request(.PUT, "/v1/blobs/\(id.hex)")
-        request.headers.add(name: "Content-Type", value: "application/octet-stream")
-        request.body = .stream(FileChunks(file: file), length: .known(try file.size()))
-        let response = try await execute(request, timeout: Self.blobTimeout, path: "/v1/blobs/\(id.hex)")
+    /// Uploads blobs in one request (`POST /v1/blobs/bundle`), each file streamed piece by piece
+    /// and in-memory bytes loaded only when their turn comes. The server verifies every blob against
+    /// its address and keeps none of the bundle unless all verify.
+    public func upload(_ parts: [BundlePart]) async throws {
+        let path = "/v1/blobs/bundle"
+        var request = request(.POST, path)
+        request.headers.add(name: "Content-Type", value: WireBundle.contentType)
+        let length = parts.reduce(0) { $0 + Int64(WireBundle.headerSize) + $1.size }
+        request.body = .stream(BundleChunks(parts: parts), length: .known(length))
+        let response = try await execute(request, timeout: Self.blobTimeout, path: path)
         let body = try await response.body.collect(upTo: 1 << 20)
-        try Self.check(response.status, Data(body.readableBytesView), method: .PUT, path: "/v1/blobs/\(id.hex)", baseURL: baseURL)
+        try Self.check(response.status, Data(body.readableBytesView), method: .POST, path: path, baseURL: baseURL)
     }
 
-    /// Uploads in-memory bytes as blob `id`.
-    public func upload(_ id: BlobID, bytes: [UInt8]) async throws {
-        var request = request(.PUT, "/v1/blobs/\(id.hex)")
-        request.headers.add(name: "Content-Type", value: "application/octet-stream")
-        request.body = .bytes(ByteBuffer(bytes: bytes))
-        let response = try await execute(request, timeout: Self.blobTimeout, path: "/v1/blobs/\(id.hex)")
-        let body = try await response.body.collect(upTo: 1 << 20)
-        try Self.check(response.status, Data(body.readableBytesView), method: .PUT, path: "/v1/blobs/\(id.hex)", baseURL: baseURL)
-    }
-
-    /// Downloads blob `id`, hashing on the way: into memory when the server announces fewer than
-    /// `inMemoryBelow` bytes, else into a new staging file of `store` (not durable until installed).
-    /// Nothing unverified is ever kept: unless the bytes hash to `id`, `SyncError` is thrown (and the
-    /// staging file removed).
-    public func download(_ id: BlobID, into store: BlobStore, inMemoryBelow: Int64 = 0) async throws -> DownloadedBlob {
-        let path = "/v1/blobs/\(id.hex)"
-        let response = try await execute(request(.GET, path), timeout: Self.blobTimeout, path: path)
+    /// Downloads blobs in one request (`POST /v1/blobs/fetch`), in the order of `ids`, hashing each
+    /// on the way: into memory when it has fewer than `inMemoryBelow` bytes, else into a new staging
+    /// file of `store` (not durable until installed). Nothing unverified is ever kept: unless every
+    /// blob arrives whole and hashes to its address, `SyncError` is thrown and no staging file is left.
+    public func download(_ ids: [BlobID], into store: BlobStore, inMemoryBelow: Int64 = 0) async throws -> [DownloadedBlob] {
+        let path = "/v1/blobs/fetch"
+        var request = request(.POST, path)
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(WireFetchRequest(blobs: ids.map(\.hex)))))
+        let response = try await execute(request, timeout: Self.blobTimeout, path: path)
         if response.status != .ok {
             let body = try await response.body.collect(upTo: 1 << 20)
-            try Self.check(response.status, Data(body.readableBytesView), method: .GET, path: path, baseURL: baseURL)
-            throw SyncError("the server answered GET \(path) with HTTP \(response.status.code)", status: Int(response.status.code))
+            try Self.check(response.status, Data(body.readableBytesView), method: .POST, path: path, baseURL: baseURL)
+            throw SyncError("the server answered POST \(path) with HTTP \(response.status.code)", status: Int(response.status.code))
         }
+        var results: [DownloadedBlob] = []
+        var complete = false
+        var incoming: IncomingBlob?
+        defer {
+            incoming?.discard()
+            if !complete { for case .staged(let file) in results { store.discard(file) } }
+        }
+        var reader = WireBundleReader()
+        var bytes: [UInt8] = []
         do {
-            if let length = response.headers.first(name: "Content-Length").flatMap(Int64.init), length < inMemoryBelow {
-                let body = try await response.body.collect(upTo: Int(length))
-                let bytes = Array(body.readableBytesView)
-                let actual = SHA256Hasher.hash(bytes)
-                guard actual == id else { throw Mismatch(actual: actual) }
-                return .bytes(bytes)
-            }
-            let incoming = try store.incoming()
-            defer { incoming.discard() }
             for try await buffer in response.body {
-                try buffer.withUnsafeReadableBytes { try incoming.append($0) }
+                try buffer.withUnsafeReadableBytes { piece in
+                    try reader.feed(piece) { event in
+                        switch event {
+                        case .begin(let digest, let length):
+                            let id = BlobID(digest: digest)
+                            guard results.count < ids.count, id == ids[results.count] else {
+                                throw SyncError("the server sent blob \(id), which was not asked for at that place: it was dropped")
+                            }
+                            if length >= inMemoryBelow { incoming = try store.incoming() }
+                        case .bytes(let piece):
+                            if let incoming { try incoming.append(piece) } else { bytes.append(contentsOf: piece) }
+                        case .end:
+                            let expected = ids[results.count]
+                            if let blob = incoming {
+                                incoming = nil
+                                do {
+                                    results.append(.staged(try blob.finish(expected: expected)))
+                                } catch BlobError.mismatch(_, let actual) {
+                                    throw Mismatch(id: expected, actual: actual)
+                                }
+                            } else {
+                                let actual = SHA256Hasher.hash(bytes)
+                                guard actual == expected else { throw Mismatch(id: expected, actual: actual) }
+                                results.append(.bytes(bytes))
+                                bytes = []
+                            }
+                        }
+                    }
+                }
             }
-            do {
-                return .staged(try incoming.finish(expected: id))
-            } catch BlobError.mismatch(_, let actual) {
-                throw Mismatch(actual: actual)
+            guard reader.atBoundary, results.count == ids.count else {
+                throw SyncError("the download of \(ids.count) blob(s) from \(baseURL) was cut off")
             }
         } catch let mismatch as Mismatch {
-            throw SyncError("the server sent bytes for blob \(id) that hash to \(mismatch.actual): they were dropped")
+            throw SyncError("the server sent bytes for blob \(mismatch.id) that hash to \(mismatch.actual): they were dropped")
+        } catch let error as WireBundleError {
+            throw SyncError("the server at \(baseURL) sent a malformed bundle: \(error.description)")
         } catch let error as BlobIOError {
             throw error
         } catch let error as SyncError {
             throw error
         } catch {
-            throw SyncError("the download of blob \(id) from \(baseURL) was cut off: \(Self.reason(error))")
+            throw SyncError("the download of \(ids.count) blob(s) from \(baseURL) was cut off: \(Self.reason(error))")
         }
+        complete = true
+        return results
     }
 
     private struct Mismatch: Error {
+        let id: BlobID
         let actual: BlobID
+    }
+}
+
+/// One blob of a bundle to upload: its address, its original size, and where its original bytes are.
+public struct BundlePart: Sendable {
+    public enum Source: Sendable {
+        /// A file holding exactly the original bytes.
+        case file(String)
+        /// Bytes loaded when the bundle reaches this blob (so a bundle's small blobs are not all in memory).
+        case load(@Sendable () throws -> [UInt8])
+    }
+
+    public let id: BlobID
+    public let size: Int64
+    public let source: Source
+
+    public init(id: BlobID, size: Int64, source: Source) {
+        self.id = id
+        self.size = size
+        self.source = source
     }
 }
 
@@ -239,18 +286,48 @@ public enum DownloadedBlob: Sendable {
     case staged(StagedBlob)
 }
 
-/// A file's bytes as an async sequence of chunk-sized buffers (for streaming uploads).
-struct FileChunks: AsyncSequence, Sendable {
+/// A bundle's bytes (docs/PROTOCOL.md) as an async sequence of buffers of about 1 MiB, read from the
+/// parts' sources as the request is sent. A source that does not hold the announced size fails the
+/// request: the server then keeps nothing of the bundle.
+struct BundleChunks: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
-    let file: ChunkedFileReader
+    let parts: [BundlePart]
 
     struct AsyncIterator: AsyncIteratorProtocol {
-        let file: ChunkedFileReader
+        let parts: [BundlePart]
+        var index = 0
+        var file: (reader: ChunkedFileReader, part: BundlePart, left: Int64)?
+
+        /// A file's pieces go out as they are read; headers and loaded bytes are gathered up to 1 MiB.
         mutating func next() async throws -> ByteBuffer? {
-            let piece = try file.next()
-            return piece.isEmpty ? nil : ByteBuffer(bytes: piece)
+            if let (reader, part, left) = file {
+                let piece = try reader.next()
+                guard piece.count <= left, !piece.isEmpty || left == 0 else { throw Self.changed(part) }
+                file = piece.isEmpty ? nil : (reader, part, left - Int64(piece.count))
+                if !piece.isEmpty { return ByteBuffer(bytes: piece) }
+            }
+            var out = ByteBuffer()
+            while out.readableBytes < 1 << 20, file == nil, index < parts.count {
+                let part = parts[index]
+                index += 1
+                out.writeBytes(WireBundle.header(sha256: part.id.digest, length: part.size))
+                switch part.source {
+                case .file(let path):
+                    file = (try ChunkedFileReader(path: path), part, part.size)
+                case .load(let load):
+                    let bytes = try load()
+                    guard bytes.count == part.size else { throw Self.changed(part) }
+                    out.writeBytes(bytes)
+                }
+            }
+            if out.readableBytes > 0 { return out }
+            return file == nil ? nil : try await next()
+        }
+
+        static func changed(_ part: BundlePart) -> SyncError {
+            SyncError("blob \(part.id) is not the size the vault records (\(part.size) bytes): run `receipt fsck`")
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(file: file) }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(parts: parts) }
 }

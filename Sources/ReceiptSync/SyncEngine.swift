@@ -93,7 +93,7 @@ public final class SyncEngine {
 
     /// Runs `body` over `items` with at most `limit` at once; results in the order of `items`.
     /// The first error cancels the rest and is thrown.
-    func concurrently<T: Sendable, R: Sendable>(_ items: [T], limit: Int,
+    static func concurrently<T: Sendable, R: Sendable>(_ items: [T], limit: Int,
                                                 _ body: @escaping @Sendable (Int, T) async throws -> R) async throws -> [R] {
         try await withThrowingTaskGroup(of: (Int, R).self) { group in
             var results = [R?](repeating: nil, count: items.count)
@@ -252,26 +252,40 @@ public final class SyncEngine {
         }
     }
 
-    /// Asks the server which of the referenced blobs it wants, and uploads those.
+    /// Asks the server which of the referenced blobs it wants, and uploads those in bundles.
     func uploadBlobs(for outgoing: [Outgoing]) async throws {
-        var hexes = Set<String>()
-        for item in outgoing { for a in item.record.receipt?.attachments ?? [] { hexes.insert(a.sha256) } }
-        if hexes.isEmpty { return }
-        let want = try await client.want(hexes.sorted())
+        var sizes: [String: Int64] = [:]
+        for item in outgoing { for a in item.record.receipt?.attachments ?? [] { sizes[a.sha256] = a.size } }
+        if sizes.isEmpty { return }
+        let want = try await client.want(sizes.keys.sorted())
+        let bundles = WireBundle.split(want) { sizes[$0] ?? 0 }
         let transfer = self.transfer, vaultPath = vault.path, progress = self.progress, total = want.count
-        let failures = try await concurrently(want, limit: transfersAtOnce) { i, hex -> String? in
+        // Per bundle: how many of its blobs were not uploaded, and why.
+        let failures = try await Self.concurrently(bundles, limit: transfersAtOnce) { i, bundle -> (count: Int, messages: [String]) in
             try Self.checkNotWiping(vaultPath)
-            progress("uploading blob \(i + 1) of \(total)")
+            progress("uploading blobs: bundle \(i + 1) of \(bundles.count) (\(total) blobs)")
             do {
-                try await transfer.upload(hex)
-                return nil
+                let problems = try await transfer.upload(bundle)
+                return (problems.count, problems)
+            } catch let error as SyncError where error.status == 422 && bundle.count > 1 {
+                // One blob the server refused (its bytes here do not hash to its address) refuses its
+                // whole bundle: the bundle's blobs go again one by one, so that only it stays behind.
+                var failed: [String] = []
+                for hex in bundle {
+                    do {
+                        failed += try await transfer.upload([hex])
+                    } catch let error as SyncError where error.status == 422 || error.status == 413 {
+                        failed.append("blob \(hex) was not uploaded: \(error.message)")
+                    }
+                }
+                return (failed.count, failed)
             } catch let error as SyncError where error.status == nil || error.status == 422 || error.status == 413 {
-                return "blob \(hex) was not uploaded: \(error.message)"
+                let what = bundle.count == 1 ? "blob \(bundle[0]) was" : "\(bundle.count) blobs were"
+                return (bundle.count, ["\(what) not uploaded: \(error.message)"])
             }
         }
-        let failed = failures.compactMap { $0 }
-        report.blobsUploaded += want.count - failed.count
-        report.errors += failed
+        report.blobsUploaded += want.count - failures.reduce(0) { $0 + $1.count }
+        report.errors += failures.flatMap(\.messages)
     }
 
     /// Records the server's answers: saved records leave the outbox (up to the change pushed);
@@ -311,9 +325,9 @@ public final class SyncEngine {
     /// Merges each conflicting record (base, local, server) and keeps the merge pending when it
     /// differs from the server's version.
     func resolve(_ conflicts: [(ZoneRef, WireRecord)]) async throws {
-        var hexes = Set<String>()
-        for (_, record) in conflicts { for a in record.receipt?.attachments ?? [] { hexes.insert(a.sha256) } }
-        try await withBlobs(hexes) { db in
+        var blobs: [String: Int64] = [:]
+        for (_, record) in conflicts { for a in record.receipt?.attachments ?? [] { blobs[a.sha256] = a.size } }
+        try await withBlobs(blobs) { db in
             for (zone, server) in conflicts {
                 try self.mergeIn(db, zone: zone, server: server)
                 self.report.conflicts += 1
@@ -344,32 +358,67 @@ public final class SyncEngine {
     // MARK: Pull
 
     /// Pulls `zone` page by page: each page's blobs are downloaded and made durable first, then the
-    /// page's rows and the zone's new change token commit in one transaction.
+    /// page's rows and the zone's new change token commit in one transaction. The next page and its
+    /// blobs are fetched while a page is installed and committed. Holds the vault lock shared
+    /// throughout, so gc cannot take a blob file installed (or adopted) but not yet referenced.
     func pull(_ zone: ZoneRef) async throws {
+        let lock = try VaultLock(vaultPath: vault.path, mode: .shared)
+        defer { withExtendedLifetime(lock) {} }
         var token = try vault.catalog.read { db in
             try String.fetchOne(db, sql: "SELECT changeToken FROM zones WHERE name = ?", arguments: [zone.local])
         }
         var restarted = false
         while true {
-            try checkNotWiping()
-            let page: WireChangesResponse
             do {
-                page = try await client.changes(owner: zone.owner, name: zone.remote, since: token, limit: pageSize)
+                try await pullPages(zone, since: token)
+                return
             } catch let error as SyncError where error.status == 410 && !restarted {
                 try forget(zone)
                 token = nil
                 restarted = true
-                continue
             }
-            if !page.records.isEmpty { progress("pulling \(zone.local): \(page.records.count) change(s)") }
-            var hexes = Set<String>()
-            for record in page.records { for a in record.receipt?.attachments ?? [] { hexes.insert(a.sha256) } }
-            try await withBlobs(hexes) { db in
+        }
+    }
+
+    private func pullPages(_ zone: ZoneRef, since start: String?) async throws {
+        let pages = PageFetcher(zone: zone, vault: vault, client: client, transfer: transfer, progress: progress,
+                                pageSize: pageSize, limit: transfersAtOnce)
+        // A page fetched ahead and abandoned (an error) leaves staging files the next sync removes.
+        var ahead: Task<PageFetcher.Page, Error>? = Task { try await pages.fetch(since: start) }
+        defer { ahead?.cancel() }
+        while let next = ahead {
+            let fetched = try await next.value
+            let page = fetched.page
+            // Blobs this page brings are not fetched again for the next one: this page commits first.
+            let coming = Set(page.records.flatMap { $0.receipt?.attachments.map(\.sha256) ?? [] })
+            ahead = page.more ? Task { try await pages.fetch(since: page.changeToken, excluding: coming) } : nil
+            try checkNotWiping()
+            try commit(fetched.blobs) { db in
                 for record in page.records { try self.applyPulled(db, zone: zone, record: record) }
                 try db.execute(sql: "UPDATE zones SET changeToken = ? WHERE name = ?", arguments: [page.changeToken, zone.local])
             }
-            token = page.changeToken
-            if !page.more { return }
+        }
+    }
+
+    /// Fetches a page of a zone's changes and the blobs its records need (off the engine, so the next
+    /// page can be fetched while the current one commits).
+    struct PageFetcher: Sendable {
+        typealias Page = (page: WireChangesResponse, blobs: [FetchedBlob])
+        let zone: ZoneRef
+        let vault: Vault
+        let client: SyncClient
+        let transfer: BlobTransfer
+        let progress: Progress
+        let pageSize: Int
+        let limit: Int
+
+        func fetch(since: String?, excluding coming: Set<String> = []) async throws -> Page {
+            try SyncEngine.checkNotWiping(vault.path)
+            let page = try await client.changes(owner: zone.owner, name: zone.remote, since: since, limit: pageSize)
+            if !page.records.isEmpty { progress("pulling \(zone.local): \(page.records.count) change(s)") }
+            var blobs: [String: Int64] = [:]
+            for record in page.records { for a in record.receipt?.attachments ?? [] where !coming.contains(a.sha256) { blobs[a.sha256] = a.size } }
+            return (page, try await SyncEngine.fetchMissing(blobs, vault: vault, transfer: transfer, limit: limit, progress: progress))
         }
     }
 
@@ -424,22 +473,42 @@ public final class SyncEngine {
         report.pulled += 1
     }
 
-    /// Downloads the blobs among `hexes` the vault lacks, holding the vault lock shared (so gc cannot
-    /// take an installed but not yet referenced file), then runs `body` in one transaction that also
-    /// inserts their rows.
-    func withBlobs(_ hexes: Set<String>, _ body: @escaping (Database) throws -> Void) async throws {
+    /// Downloads the blobs among `blobs` (address → size, as the records say) the vault lacks, holding
+    /// the vault lock shared (so gc cannot take an installed but not yet referenced file), then runs
+    /// `body` in one transaction that also inserts their rows.
+    func withBlobs(_ blobs: [String: Int64], _ body: (Database) throws -> Void) async throws {
         let lock = try VaultLock(vaultPath: vault.path, mode: .shared)
         defer { withExtendedLifetime(lock) {} }
-        let missing = try vault.catalog.read { db in try LocalStore.missingBlobs(db, hexes) }
-        let transfer = self.transfer, vaultPath = vault.path, progress = self.progress, total = missing.count
-        let fetched = try await concurrently(missing, limit: transfersAtOnce) { i, hex in
-            try Self.checkNotWiping(vaultPath)
-            progress("downloading blob \(i + 1) of \(total)")
-            return try await transfer.fetch(hex)
+        try commit(try await Self.fetchMissing(blobs, vault: vault, transfer: transfer, limit: transfersAtOnce,
+                                               progress: progress), body)
+    }
+
+    /// The blobs among `blobs` the vault lacks, downloaded in bundles (`limit` at once) and staged, or
+    /// adopted: files a killed sync installed but did not get to reference.
+    static func fetchMissing(_ blobs: [String: Int64], vault: Vault, transfer: BlobTransfer, limit: Int,
+                             progress: @escaping Progress) async throws -> [FetchedBlob] {
+        let missing = try vault.catalog.read { db in try LocalStore.missingBlobs(db, Set(blobs.keys)) }
+        var fetched: [FetchedBlob] = []
+        var wanted: [BlobID] = []
+        for hex in missing {
+            guard let id = BlobID(hex: hex) else { throw SyncError("\(hex) is not a blob address") }
+            if let adopted = transfer.adopted(id) { fetched.append(adopted) } else { wanted.append(id) }
         }
+        // Smaller bundles than uploads use: a page's blobs then keep every transfer slot busy.
+        let bundles = WireBundle.split(wanted, target: WireBundle.targetBytes / 4) { blobs[$0.hex] ?? 0 }
+        let total = wanted.count
+        fetched += try await Self.concurrently(bundles, limit: limit) { i, bundle in
+            try Self.checkNotWiping(vault.path)
+            progress("downloading blobs: bundle \(i + 1) of \(bundles.count) (\(total) blobs)")
+            return try await transfer.fetch(bundle)
+        }.flatMap { $0 }
+        return fetched
+    }
+
+    /// Installs the fetched files durably (one flush for all), then, in one transaction, inserts the
+    /// blobs' rows and runs `body`. The caller holds the vault lock shared.
+    func commit(_ fetched: [FetchedBlob], _ body: (Database) throws -> Void) throws {
         report.blobsDownloaded += fetched.count
-        // One install for the page's files: their bytes flushed together, renamed, the renames
-        // flushed, and only then the rows that reference them committed.
         let staged = fetched.compactMap(\.staged)
         var installed: [BlobID: StoredBlob] = [:]
         for stored in try vault.blobs.install(staged) { installed[stored.id] = stored }

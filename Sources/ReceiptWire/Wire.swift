@@ -138,6 +138,9 @@ public struct WireWantRequest: Codable, Sendable, Equatable {
     public init(blobs: [String]) { self.blobs = blobs }
 }
 
+/// `POST /v1/blobs/fetch` body: the blobs to send back as one bundle, in this order.
+public typealias WireFetchRequest = WireWantRequest
+
 /// `POST /v1/blobs/want` response: the subset the caller must upload before a record referencing
 /// them is accepted (the server lacks them, or the caller has not shown it holds them).
 public struct WireWantResponse: Codable, Sendable, Equatable {

@@ -2,6 +2,7 @@ import BlobStore
 import Foundation
 import GRDB
 import ReceiptCatalog
+import ReceiptSync
 import ReceiptVault
 import ReceiptWire
 import TestSupport
@@ -262,5 +263,71 @@ final class HouseholdSyncTests: XCTestCase {
         XCTAssertEqual(refused.stderr.split(separator: "\n").count, 1)
         checkNotEqual(try await alice.run(["zone", "create", "a/b"]).status, 0)
         checkNotEqual(try await alice.run(["zone", "create", "personal"]).status, 0)
+    }
+
+    /// Blobs travel in bundles, and one blob whose bytes this vault cannot provide does not hold back
+    /// the others of its bundle: a blob file cut short is left out before sending, one whose bytes
+    /// were flipped is refused by the server and the rest of its bundle is sent again without it.
+    func testABadBlobInTheVaultIsReportedAndTheRestOfItsBundleStillUploads() async throws {
+        let h = try await Household.start(["alice"])
+        defer { Task { await h.shutdown() } }
+        let alice = h["alice"]
+        let cut = try h.file("cut.jpg", size: 200_000, seed: 41)
+        let flipped = try h.file("flipped.jpg", size: 150_000, seed: 42)
+        let fine = try h.file("fine.jpg", size: 120_000, seed: 43)
+        let small = try h.file("small.txt", size: 3_000, seed: 44)
+        for file in [cut, flipped, fine, small] { try await alice.ok(["import", file.path]) }
+        let store = BlobStore(root: alice.vault)
+        checkEqual(truncate(store.path(for: try XCTUnwrap(BlobID(hex: cut.sha256))), 1000), 0)
+        let flippedPath = store.path(for: try XCTUnwrap(BlobID(hex: flipped.sha256)))
+        var bytes = try XCTUnwrap(FileManager.default.contents(atPath: flippedPath))
+        bytes[70_000] ^= 0x08
+        try bytes.write(to: URL(fileURLWithPath: flippedPath))
+
+        let r = try await alice.run(["sync", "--json"])
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.stderr.contains(cut.sha256) && r.stderr.contains("receipt fsck"), r.stderr)
+        XCTAssertTrue(r.stdout.contains(flipped.sha256) || r.stderr.contains(flipped.sha256), r.stdout + r.stderr)
+        let report = r.json as? [String: Any] ?? [:]
+        XCTAssertEqual(report["blobsUploaded"] as? Int, 2, "\(report)")
+        let server = BlobStore(root: h.server.data)
+        for file in [fine, small] { XCTAssertTrue(server.contains(try XCTUnwrap(BlobID(hex: file.sha256))), file.path) }
+        for file in [cut, flipped] { XCTAssertFalse(server.contains(try XCTUnwrap(BlobID(hex: file.sha256))), file.path) }
+        XCTAssertEqual(try server.interimFiles().count, 0)
+    }
+
+    /// A pull fetches the next page and its blobs while the current page commits: with pages of two
+    /// records, every receipt arrives, each blob is downloaded once even when receipts on consecutive
+    /// pages share it, and the vault is whole afterwards.
+    func testAPullInSmallPagesFetchedAheadGetsEverythingOnce() async throws {
+        let h = try await Household.start(["alice"])
+        defer { Task { await h.shutdown() } }
+        let alice = h["alice"]
+        let shared = try h.file("shared.pdf", size: 150_000, seed: 61)
+        var ids: [String] = []
+        for i in 0..<7 {
+            let own = try h.file("receipt-\(i).jpg", size: i % 2 == 0 ? 700 : 40_000 + i, seed: 70 + UInt64(i))
+            ids.append(importedID(try await alice.ok(["import", own.path, "--json"])))
+        }
+        for id in ids[2...4] { try await alice.ok(["attach", id, shared.path]) }
+        _ = try await alice.sync()
+
+        let second = Member(name: "alice", token: alice.token, vault: h.folder.file("vault-alice-2"), folder: h.folder)
+        try await second.ok(["init", "--inline-threshold", "1024"])
+        try await second.ok(["remote", "set", h.server.url, "--account", "alice", "--token", alice.token])
+        let vault = try Vault.open(at: second.vault)
+        let remote = try XCTUnwrap(try RemoteConfig.load(vault))
+        let engine = SyncEngine(vault: vault, remote: remote)
+        engine.pageSize = 2
+        let report = try await engine.run()
+        try vault.close()
+        XCTAssertEqual(report.pulled, 7)
+        XCTAssertEqual(report.blobsDownloaded, 8, "7 own files and the shared one, each once")
+        XCTAssertEqual(report.errors, [])
+        let received = try await second.receipts()
+        XCTAssertEqual(Set(received.keys), Set(ids))
+        try await second.ok(["fsck"])
+        let interim = try BlobStore(root: second.vault).interimFiles()
+        XCTAssertEqual(interim.count, 0)
     }
 }

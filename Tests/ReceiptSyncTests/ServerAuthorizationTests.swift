@@ -60,7 +60,8 @@ final class ServerAuthorizationTests: XCTestCase {
         let probes: [(HTTPMethod, String)] = [
             (.GET, "/v1/zones"), (.GET, "/v1/account"), (.GET, "/v1/blobs/\(s.blobID)"), (.PUT, "/v1/blobs/\(s.blobID)"),
             (.GET, "/v1/zones/alice/household/changes"), (.POST, "/v1/zones/alice/household/push"),
-            (.POST, "/v1/blobs/want"), (.DELETE, "/v1/zones/alice/household"),
+            (.POST, "/v1/blobs/want"), (.DELETE, "/v1/zones/alice/household"), (.POST, "/v1/blobs/bundle"),
+            (.POST, "/v1/blobs/fetch"),
         ]
         let badTokens: [String?] = [nil, "", "not-a-token", String(repeating: "0", count: 64),
                                     String(s.tokens["alice"]!.dropLast()) + "x", s.tokens["alice"]!.uppercased() + "00"]

@@ -101,8 +101,8 @@ public enum ReceiptBinary {
         let out = NSTemporaryDirectory() + "/receipt-out-" + UUID().uuidString
         let err = out + ".err"
         defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: err) }
-        FileManager.default.createFile(atPath: out, contents: nil)
-        FileManager.default.createFile(atPath: err, contents: nil)
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        _ = FileManager.default.createFile(atPath: err, contents: nil)
         let outHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
         let errHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
         defer { try? outHandle.close(); try? errHandle.close() }
