@@ -100,26 +100,22 @@ final class DirectWriter {
     }
 }
 
-/// A file read in chunk-sized pieces, for streaming a blob elsewhere (an upload, a download response).
-/// Reads go through the page cache: the kernel's readahead keeps the disk busy while the caller
-/// hashes and sends.
+/// A file read piece by piece into the caller's memory (a network buffer being filled, so the bytes
+/// are copied once), for streaming a blob elsewhere. Reads go through the page cache: the kernel's
+/// readahead keeps the disk busy while the caller hashes and sends. Closed when dropped.
 public final class ChunkedFileReader: @unchecked Sendable {
     private let fd: FileDescriptor
-    private let chunk = DirectIO.allocateChunk()
 
     public init(path: String) throws {
         fd = try FileDescriptor.open(path, O_RDONLY)
     }
 
-    deinit {
-        chunk.deallocate()
-        fd.close()
-    }
+    deinit { fd.close() }
 
     public func size() throws -> Int64 { try fd.stat().size }
 
-    /// The next piece of the file, valid until the next call; empty at its end.
-    public func next() throws -> UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(rebasing: chunk[..<(try fd.readFully(into: chunk))])
+    /// Fills `buffer` from the file; returns how many bytes it read (fewer only at the file's end).
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        try fd.readFully(into: buffer)
     }
 }

@@ -2,9 +2,6 @@ import BlobStore
 import Hummingbird
 import NIOCore
 import ReceiptWire
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `/v1/blobs…`: have/want, upload (verified against the address), download (authorized by zone),
 /// one blob per request or many in a bundle.
@@ -207,15 +204,14 @@ struct OutgoingPieces {
     /// still held when the check fails: a client never receives a complete wrong blob.
     mutating func append(_ id: BlobID, size: Int64, from store: BlobStore,
                          _ send: (ByteBuffer) async throws -> Void) async throws {
-        let file = try FileDescriptor.open(store.path(for: id), O_RDONLY)
-        defer { file.close() }
+        let file = try ChunkedFileReader(path: store.path(for: id))
         let hasher = SHA256Hasher()
         var read: Int64 = 0
         while read < size {
             if piece.writableBytes == 0 { try await flush(send) }
             let n = try piece.writeWithUnsafeMutableBytes(minimumWritableBytes: 0) { free in
                 let want = UnsafeMutableRawBufferPointer(rebasing: free[..<Int(min(Int64(free.count), size - read))])
-                let n = try file.readFully(into: want)
+                let n = try file.read(into: want)
                 hasher.update(UnsafeRawBufferPointer(rebasing: want[..<n]))
                 return n
             }

@@ -298,13 +298,15 @@ struct BundleChunks: AsyncSequence, Sendable {
         var index = 0
         var file: (reader: ChunkedFileReader, part: BundlePart, left: Int64)?
 
-        /// A file's pieces go out as they are read; headers and loaded bytes are gathered up to 1 MiB.
+        /// A file's pieces are read straight into the buffers that go out; headers and loaded bytes
+        /// are gathered up to 1 MiB.
         mutating func next() async throws -> ByteBuffer? {
             if let (reader, part, left) = file {
-                let piece = try reader.next()
-                guard piece.count <= left, !piece.isEmpty || left == 0 else { throw Self.changed(part) }
-                file = piece.isEmpty ? nil : (reader, part, left - Int64(piece.count))
-                if !piece.isEmpty { return ByteBuffer(bytes: piece) }
+                var piece = ByteBufferAllocator().buffer(capacity: Int(Swift.min(Int64(BlobStore.chunkSize), left + 1)))
+                let n = try piece.writeWithUnsafeMutableBytes(minimumWritableBytes: 0) { try reader.read(into: $0) }
+                guard n <= left, n > 0 || left == 0 else { throw Self.changed(part) }
+                file = n == 0 ? nil : (reader, part, left - Int64(n))
+                if n > 0 { return piece }
             }
             var out = ByteBuffer()
             while out.readableBytes < 1 << 20, file == nil, index < parts.count {
