@@ -82,7 +82,7 @@ extension BlobStore {
             try sink(piece)
         }
         let chunk = DirectIO.allocateChunk()
-        defer { chunk.deallocate() }
+        defer { DirectIO.recycle(chunk) }
         do {
             let xz = encoding == .xz ? try XZStream(.decompress) : nil
             while true {

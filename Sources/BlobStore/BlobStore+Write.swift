@@ -47,7 +47,7 @@ extension BlobStore {
     public func stage(from source: FileDescriptor, compression mode: CompressionMode,
                       expected: BlobID? = nil, seekable: Bool = true) throws -> StagedBlob {
         let chunk = DirectIO.allocateChunk()
-        defer { chunk.deallocate() }
+        defer { DirectIO.recycle(chunk) }
         var first = try source.readFully(into: chunk)
 
         var encoding = try chooseEncoding(source, mode: mode, chunk: chunk, first: &first, seekable: seekable)
@@ -99,7 +99,7 @@ extension BlobStore {
         let fd = try FileDescriptor.open(staged.path, O_RDONLY)
         defer { fd.close() }
         let chunk = DirectIO.allocateChunk()
-        defer { chunk.deallocate() }
+        defer { DirectIO.recycle(chunk) }
         var first = try fd.readFully(into: chunk)
         if try chooseEncoding(fd, mode: mode, chunk: chunk, first: &first, seekable: true) == .identity { return staged }
         try fd.seek(to: 0)
