@@ -54,6 +54,10 @@ public final class ServerCatalog: Sendable {
             config.busyMode = .timeout(30)
             config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             let pool = try DatabasePool(path: FileSystem.join(path, Self.fileName), configuration: config)
+            // GRDB's pool sets `synchronous = NORMAL` on its writer when it turns WAL mode on, after
+            // prepareDatabase ran: an accepted upload or push would be durable only at the next
+            // checkpoint. The writer is one connection for the pool's life, so setting it once holds.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             try Self.migrator.migrate(pool)
             self.pool = pool
             self.blobs = store

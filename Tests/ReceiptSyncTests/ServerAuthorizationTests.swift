@@ -1,7 +1,8 @@
 import BlobStore
 import Foundation
 import NIOHTTP1
-import ReceiptServer
+@testable import ReceiptServer
+import GRDB
 import ReceiptWire
 import TestSupport
 import XCTest
@@ -308,6 +309,15 @@ final class ServerAuthorizationTests: XCTestCase {
         let rejected = try await s.raw.json(.POST, "/v1/zones/alice/household/push", token: s.tokens["alice"], badRecord)
         let result = try JSONDecoder().decode(WirePushResponse.self, from: Data(rejected.body)).results.first
         XCTAssertTrue(result?.status == .rejected || result?.status == .conflict)
+    }
+
+    /// An accepted upload or push must be durable when it is answered: the server catalog's writer
+    /// commits with `synchronous = FULL` (2), which GRDB's pool would otherwise lower to NORMAL.
+    func testTheServerCatalogCommitsWithSynchronousFull() throws {
+        let folder = TemporaryFolder("receipt-server-sync")
+        let catalog = try ServerCatalog(dataPath: folder.file("server"))
+        defer { try? catalog.close() }
+        XCTAssertEqual(try catalog.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }, 2)
     }
 
     func testServerRestartKeepsEverything() async throws {
