@@ -130,7 +130,7 @@ extension ServerAuthorizationTests {
     }
 
     /// The client keeps small blobs of a fetched bundle in memory and stages large ones; when the
-    /// server's copy of one is corrupt, the download fails and leaves no staging file behind.
+    /// server's copy of one is corrupt, or cut short, the download fails and leaves no staging file.
     func testADownloadWithACorruptBlobOnTheServerKeepsNothing() async throws {
         let s = try await makeSetup()
         let server = s.server
@@ -149,8 +149,7 @@ extension ServerAuthorizationTests {
         XCTAssertEqual(file.size, Int64(s.blob.count))
         local.discard(file)
 
-        // Flip one byte of the server's copy (same size): the server cuts the answer short, and the
-        // client also checks every blob itself.
+        // Flip one byte of the server's copy (same size): the client checks every blob itself.
         let path = BlobStore(root: s.server.data).path(for: id)
         var onDisk = try XCTUnwrap(FileManager.default.contents(atPath: path))
         onDisk[onDisk.count - 1] ^= 0x01
@@ -161,6 +160,16 @@ extension ServerAuthorizationTests {
                 XCTFail("a corrupt blob was accepted")
             } catch let error as SyncError {
                 XCTAssertTrue(error.message.contains("cut off") || error.message.contains("hash to"), error.message)
+            }
+        }
+        // Cut the server's copy short: the server ends the answer early.
+        checkEqual(truncate(path, 1000), 0)
+        for threshold: Int64 in [0, 400_000] {
+            do {
+                _ = try await client.download([id], into: local, inMemoryBelow: threshold)
+                XCTFail("a blob cut short was accepted")
+            } catch let error as SyncError {
+                XCTAssertTrue(error.message.contains("cut off"), error.message)
             }
         }
         XCTAssertEqual(try local.interimFiles().count, 0)
