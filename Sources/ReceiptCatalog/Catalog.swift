@@ -53,6 +53,7 @@ public final class Catalog: Sendable {
         let pool: DatabasePool
         do {
             pool = try DatabasePool(path: path, configuration: configuration())
+            try restoreFullSync(pool)
             let version = try pool.read { db in
                 _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master")
                 return try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
@@ -74,6 +75,7 @@ public final class Catalog: Sendable {
     /// Creates a new catalog at `path` (which must not exist) with the given settings.
     public static func create(at path: String, settings: VaultSettings) throws -> Catalog {
         let pool = try DatabasePool(path: path, configuration: configuration())
+        try restoreFullSync(pool)
         try migrate(pool)
         try pool.write { db in
             try settings.save(db)
@@ -101,6 +103,15 @@ public final class Catalog: Sendable {
             try db.execute(sql: "PRAGMA synchronous = FULL")
         }
         return config
+    }
+
+    /// GRDB's `DatabasePool` sets `synchronous = NORMAL` on its writer when it turns WAL mode on,
+    /// after `prepareDatabase` ran: commits were then durable only at the next checkpoint. The
+    /// writer is one connection for the pool's life, so setting it back once holds.
+    private static func restoreFullSync(_ pool: DatabasePool) throws {
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
     }
 
     /// Reads the 100-byte SQLite header without opening the database, so a newer or foreign file is

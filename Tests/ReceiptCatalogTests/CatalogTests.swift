@@ -31,6 +31,22 @@ final class CatalogTests: XCTestCase {
         return out
     }
 
+    /// GRDB's pool sets `synchronous = NORMAL` on its writer when it turns WAL on: a commit must
+    /// still be durable by itself (FULL), on a new catalog and on one opened again.
+    func testTheWriterCommitsWithSynchronousFull() throws {
+        let path = try makeCatalog()
+        for catalog in [try Catalog.open(at: path)] {
+            let level = try catalog.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+            XCTAssertEqual(level, 2, "2 is FULL")
+            try catalog.close()
+        }
+        try FileManager.default.removeItem(atPath: FileSystem.parentPath(path))
+        try FileManager.default.createDirectory(atPath: FileSystem.parentPath(path), withIntermediateDirectories: true)
+        let created = try Catalog.create(at: path, settings: VaultSettings(vaultID: "test"))
+        XCTAssertEqual(try created.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }, 2)
+        try created.close()
+    }
+
     func testNewerSchemaIsRefusedWithoutTouchingTheFile() throws {
         let path = try makeCatalog()
         // user_version is the big-endian 32-bit integer at offset 60 of the SQLite header.
