@@ -323,7 +323,9 @@ extension Vault {
                     progress?(tally)
                 }
 
-                while let next = try reader.next() {
+                // CSV.swift parses on a thread of its own, a chunk ahead of the checks.
+                let rows = ManifestPrefetch(reader)
+                while let next = try rows.next() {
                     let row: ManifestRecord
                     switch next {
                     case .failure(let problem): problems.append(problem); continue
