@@ -110,7 +110,10 @@ struct ManifestReceipt {
     let uuid: UUID
     /// The id as the catalog writes it (lowercase; Foundation's `uuidString` formats through snprintf
     /// and upper case, which 100,000 rows notice).
-    var id: String {
+    var id: String { Self.text(uuid) }
+
+    /// A receipt id as the catalog writes it.
+    static func text(_ uuid: UUID) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var text = [UInt8]()
         text.reserveCapacity(36)
@@ -567,7 +570,7 @@ extension Vault {
         // Receipts with no file are written with the first batch.
         // Per receipt, by index (arrays, not sets: a manifest may describe 100,000 receipts).
         var hasFile = [Bool](repeating: false, count: plan.receipts.count)
-        for f in plan.files { hasFile[f.receipt] = true }
+        for i in plan.files.indices { hasFile[plan.files.receipt(i)] = true }
         var started = [Bool](repeating: false, count: plan.receipts.count)  // its row was written
         var nextPosition = [Int](repeating: -1, count: plan.receipts.count)  // -1: not known yet
         // Blobs whose first row's file could not be read: the next row with that content tries its own.
@@ -580,9 +583,9 @@ extension Vault {
                 var end = start
                 var budget = BatchBudget()
                 while end < plan.files.endIndex && !budget.isFull {
-                    let f = plan.files[end]
                     // A file whose content the vault holds already costs a row, no bytes.
-                    budget.add(size: f.known ? 0 : f.size, inline: f.known || f.size < settings.inlineThreshold)
+                    let known = plan.files.known(end), size = plan.files.size(end)
+                    budget.add(size: known ? 0 : size, inline: known || size < settings.inlineThreshold)
                     end += 1
                 }
                 let batch = Array(plan.files[start..<end])  // decoded once; offsets below are into it
@@ -620,7 +623,7 @@ extension Vault {
                             try Zone(name: name, createdAt: now).insert(db)
                         }
                         for index in plan.receipts.indices where !hasFile[index] {
-                            try writeManifestReceipt(sql, plan.receipts[index], tagJSON: &tagJSON)
+                            try writeManifestReceipt(sql, plan.receipts[index], id: plan.receipts.id(index), tagJSON: &tagJSON)
                             started[index] = true
                         }
                     }
@@ -667,7 +670,10 @@ extension Vault {
                     // in manifest order. The report keeps manifest order either way.
                     var rowOrder = Array(batch.indices)
                     var blobRows: [Digest: Int] = [:]
-                    for f in batch { blobRows[f.id, default: 0] += 1 }
+                    // Only rows without id ask `receiptHolding`: a batch of rows with ids need not count.
+                    if batch.contains(where: { !plan.receipts.given($0.receipt) }) {
+                        for f in batch { blobRows[f.id, default: 0] += 1 }
+                    }
                     if !batch.contains(where: { !plan.receipts.given($0.receipt) && blobRows[$0.id, default: 0] > 1 }) {
                         // By the id's bytes: the order of its lowercase hex text.
                         let ids = rowOrder.map { plan.receipts.key(batch[$0].receipt) }
@@ -694,27 +700,30 @@ extension Vault {
                         } else {
                             held = true
                         }
-                        let receipt = plan.receipts[f.receipt]
-                        if !receipt.given, !started[f.receipt], held,
-                           let existing = try receiptHolding(db, f.id.blobID, named: f.name, in: receipt.zone) {
+                        // The receipt is decoded (metadata and all) only where its row is written.
+                        if !plan.receipts.given(f.receipt), !started[f.receipt], held,
+                           let existing = try receiptHolding(db, f.id.blobID, named: f.name, in: plan.receipts.zone(f.receipt)) {
                             // Without an id, a file already filed under this name in the zone is not added again.
                             out[offset] = .imported(heldBy: existing, deduplicated: true, existing: true)
                             continue
                         }
+                        let receiptID = plan.receipts.id(f.receipt)
                         if !started[f.receipt] {
-                            if try writeManifestReceipt(sql, receipt, tagJSON: &tagJSON) { recorded.insert(f.receipt) }
+                            if try writeManifestReceipt(sql, plan.receipts[f.receipt], id: receiptID, tagJSON: &tagJSON) {
+                                recorded.insert(f.receipt)
+                            }
                             started[f.receipt] = true
                         }
                         var position: Int
                         if nextPosition[f.receipt] >= 0 {
                             position = nextPosition[f.receipt]
-                        } else if receipt.exists {
+                        } else if plan.receipts.exists(f.receipt) {
                             position = (try Int.fetchOne(db.cachedStatement(sql: "SELECT max(position) FROM attachments WHERE receiptID = ?"),
-                                                         arguments: [receipt.id]) ?? -1) + 1
+                                                         arguments: [receiptID]) ?? -1) + 1
                         } else {
                             position = 0
                         }
-                        let inserted = try sql.insertAttachment(receipt.id, f, position: position)
+                        let inserted = try sql.insertAttachment(receiptID, f, position: position)
                         if inserted {
                             position += 1
                             touched.insert(f.receipt)
@@ -725,9 +734,9 @@ extension Vault {
                         out[offset] = .imported(heldBy: nil, deduplicated: deduplicated, existing: !inserted)
                     }
                     for index in touched.subtracting(recorded).sorted() {
-                        let receipt = plan.receipts[index]
-                        try db.execute(sql: "UPDATE receipts SET modifiedAt = ? WHERE id = ?", arguments: [now, receipt.id])
-                        try sql.recordChange(receipt.id, zone: receipt.zone)
+                        let id = plan.receipts.id(index)
+                        try db.execute(sql: "UPDATE receipts SET modifiedAt = ? WHERE id = ?", arguments: [now, id])
+                        try sql.recordChange(id, zone: plan.receipts.zone(index))
                     }
                     return out
                 }
@@ -742,7 +751,7 @@ extension Vault {
                         } else {
                             report.existing += 1
                         }
-                        try each(ImportedFile(id: heldBy ?? plan.receipts[f.receipt].id, path: f.given, sha256: f.id.hex,
+                        try each(ImportedFile(id: heldBy ?? plan.receipts.id(f.receipt), path: f.given, sha256: f.id.hex,
                                               size: f.size, deduplicated: deduplicated, existing: existing))
                     }
                 }
@@ -767,9 +776,9 @@ extension Vault {
     /// Inserts a new receipt or applies the manifest's metadata to the existing one. Returns whether
     /// the row changed (and so wrote its outbox entry).
     @discardableResult
-    private func writeManifestReceipt(_ sql: ManifestSQL, _ planned: ManifestReceipt,
+    private func writeManifestReceipt(_ sql: ManifestSQL, _ planned: ManifestReceipt, id: String,
                                       tagJSON: inout [[String]: String]) throws -> Bool {
-        if planned.exists, var stored = try Receipt.fetchOne(sql.db, key: planned.id) {
+        if planned.exists, var stored = try Receipt.fetchOne(sql.db, key: id) {
             let before = stored
             planned.metadata.apply(to: &stored)
             guard stored != before else { return false }
@@ -778,7 +787,7 @@ extension Vault {
             try sql.recordChange(stored.id, zone: stored.zone)
             return true
         }
-        var receipt = Receipt(id: planned.id, zone: planned.zone, createdAt: sql.now, modifiedAt: sql.now)
+        var receipt = Receipt(id: id, zone: planned.zone, createdAt: sql.now, modifiedAt: sql.now)
         planned.metadata.apply(to: &receipt)
         let tags: String
         if let known = tagJSON[receipt.tags] {
