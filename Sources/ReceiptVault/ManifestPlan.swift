@@ -127,6 +127,8 @@ struct ManifestFiles: RandomAccessCollection {
     func size(_ position: Int) -> Int64 { rows[position].size }
     func known(_ position: Int) -> Bool { rows[position].known }
     func receipt(_ position: Int) -> Int { rows[position].receipt }
+    func id(_ position: Int) -> Digest { rows[position].id }
+    func firstNew(_ position: Int) -> Bool { rows[position].firstNew }
 
     subscript(position: Int) -> ManifestFile {
         let row = rows[position]

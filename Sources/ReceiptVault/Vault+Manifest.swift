@@ -584,23 +584,50 @@ extension Vault {
         try locked(.shared) {
             var start = plan.files.startIndex
             var first = true
-            while start < plan.files.endIndex || first {
+            /// Where the batch that starts at `start` ends, and its new content: one row per blob not in the
+            /// vault yet, the first row naming it (by offset in the batch) keeps the blob's "deduplicated"
+            /// answer, later rows reuse it; `order` lists those first rows in address order. Read from the
+            /// plan's fields, without decoding its rows.
+            func planBatch(from start: Int) -> (end: Int, firstRow: [Digest: Int], order: [Int]) {
                 var end = start
                 var budget = BatchBudget()
+                var firstRow: [Digest: Int] = [:]
                 while end < plan.files.endIndex && !budget.isFull {
                     // A file whose content the vault holds already costs a row, no bytes.
-                    let known = plan.files.known(end), size = plan.files.size(end)
+                    let known = plan.files.known(end), size = plan.files.size(end), id = plan.files.id(end)
                     budget.add(size: known ? 0 : size, inline: known || size < settings.inlineThreshold)
+                    if !known && (plan.files.firstNew(end) || retry.contains(id)) && firstRow[id] == nil {
+                        firstRow[id] = end - start
+                    }
                     end += 1
                 }
-                let batch = Array(plan.files[start..<end])  // decoded once; offsets below are into it
-                // The batch's new content: one row per blob not in the vault yet, the first row naming it
-                // (by offset in the batch) keeps the blob's "deduplicated" answer, later rows reuse it.
-                var firstRow: [Digest: Int] = [:]
-                for (offset, f) in zip(batch.indices, batch)
-                where !f.known && (f.firstNew || retry.contains(f.id)) && firstRow[f.id] == nil {
-                    firstRow[f.id] = offset
+                return (end, firstRow, firstRow.sorted { $0.key < $1.key }.map(\.value))
+            }
+            typealias Reading = (slice: ArraySlice<Int>, read: Parallel.Background<[(Digest, Result<PreparedBlob, Error>)]>)
+            /// Reads (on every core, in the background) the small files of the slice of `order` from `start`;
+            /// `file` gives a row of the batch by offset.
+            func startReading(_ order: [Int], from start: Int, _ file: (Int) -> ManifestFile) -> Reading? {
+                guard start < order.endIndex else { return nil }
+                let slice = order[start..<min(start + Self.manifestReadSlice, order.endIndex)]
+                let small = slice.map(file).filter { $0.size < settings.inlineThreshold }
+                return (slice, Parallel.Background {
+                    Array(zip(small.map(\.id), Parallel.map(small) { try self.readManifestFile($0) }))
+                })
+            }
+            /// The next batch, planned (and its first slice of small files being read) while the rows of the
+            /// one before were written and committed.
+            var next: (start: Int, planned: (end: Int, firstRow: [Digest: Int], order: [Int]), reading: Reading?)?
+            while start < plan.files.endIndex || first {
+                let planned: (end: Int, firstRow: [Digest: Int], order: [Int])
+                var firstReading: Reading?
+                if let ahead = next, ahead.start == start {
+                    (planned, firstReading) = (ahead.planned, ahead.reading)
+                } else {
+                    planned = planBatch(from: start)
                 }
+                next = nil
+                let (end, firstRow, order) = planned
+                let batch = Array(plan.files[start..<end])  // decoded once; offsets below are into it
                 // Large files are staged (on disk) and installed before the transaction; small ones are
                 // read slice by slice inside it, so the batch's bytes are never all in memory. A file that
                 // changed since it was checked is reported and skipped.
@@ -635,21 +662,11 @@ extension Vault {
                     // 1. The new blobs, in address order: the blobs' index is keyed by address, so each of
                     // its pages is visited once; the blob rows themselves are appended either way.
                     var dedupedNew: [Digest: Bool] = [:]  // blob → the vault had it already
-                    let order = firstRow.sorted { $0.key < $1.key }.map(\.value)
-                    /// Reads (on every core, in the background) the small files of the next slice of `order`.
-                    func startReading(from start: Int) -> (slice: ArraySlice<Int>, read: Parallel.Background<[(Digest, Result<PreparedBlob, Error>)]>)? {
-                        guard start < order.endIndex else { return nil }
-                        let slice = order[start..<min(start + Self.manifestReadSlice, order.endIndex)]
-                        let small = slice.map { batch[$0] }.filter { $0.size < settings.inlineThreshold }
-                        return (slice, Parallel.Background {
-                            Array(zip(small.map(\.id), Parallel.map(small) { try self.readManifestFile($0) }))
-                        })
-                    }
                     // The next slice is read while this one is inserted.
-                    var reading = startReading(from: order.startIndex)
+                    var reading = firstReading ?? startReading(order, from: order.startIndex) { batch[$0] }
                     while let (slice, pending) = reading {
                         let outcomes = pending.wait()
-                        reading = startReading(from: slice.endIndex)
+                        reading = startReading(order, from: slice.endIndex) { batch[$0] }
                         var read: [Digest: PreparedBlob] = [:]
                         for (id, outcome) in outcomes {
                             switch outcome {
@@ -665,6 +682,11 @@ extension Vault {
                     }
                     for id in firstRow.keys {
                         if unreadable[id] != nil { retry.insert(id) } else { retry.remove(id) }
+                    }
+                    // `retry` is settled: the next batch's first files are read while these rows are written.
+                    if end < plan.files.endIndex {
+                        let ahead = planBatch(from: end)
+                        next = (end, ahead, startReading(ahead.order, from: ahead.order.startIndex) { plan.files[end + $0] })
                     }
                     // 2. The rows. Which rows are first with a blob was settled above by manifest position;
                     // what else one row's outcome may take from another's is `receiptHolding`, asked by rows
@@ -888,6 +910,24 @@ extension Vault {
 struct ManifestSQL {
     let db: Database
     let now: Millis
+    /// Each statement looked up in GRDB's cache (by its SQL text) once per transaction, not once a row.
+    private let statements = Statements()
+
+    init(db: Database, now: Millis) {
+        self.db = db
+        self.now = now
+    }
+
+    private final class Statements {
+        private var held: [Statement?] = Array(repeating: nil, count: 4)
+
+        func handle(_ slot: Int, _ sql: String, _ db: Database) throws -> SQLiteStatement {
+            if let statement = held[slot] { return statement.sqliteStatement }
+            let statement = try db.cachedStatement(sql: sql)
+            held[slot] = statement
+            return statement.sqliteStatement
+        }
+    }
 
     /// Inserts the blob's row unless present; returns whether the vault already had the blob.
     func insertBlob(_ blob: PreparedBlob, installed: StoredBlob?) throws -> Bool {
@@ -895,7 +935,7 @@ struct ManifestSQL {
         guard blob.inline != nil || installed != nil else {
             throw VaultError(.io, "blob \(blob.id) is not in the catalog nor staged; re-run the import")
         }
-        let changes = try run("""
+        let changes = try run(0, """
             INSERT OR IGNORE INTO blobs(sha256, size, storedSize, encoding, inline, createdAt) VALUES (?, ?, ?, ?, ?, ?)
             """) {
             $0.text(blob.id.hex)
@@ -909,7 +949,7 @@ struct ManifestSQL {
     }
 
     func insertReceipt(_ r: Receipt, tagsJSON: String) throws {
-        _ = try run("""
+        _ = try run(1, """
             INSERT INTO receipts(id, zone, merchant, date, total, currency, category, note, tags, createdAt, modifiedAt)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """) {
@@ -921,7 +961,7 @@ struct ManifestSQL {
 
     /// Returns false when the receipt already holds the blob.
     func insertAttachment(_ receiptID: String, _ f: ManifestFile, position: Int) throws -> Bool {
-        try run("INSERT OR IGNORE INTO attachments(receiptID, sha256, filename, mediaType, position) VALUES (?, ?, ?, ?, ?)") {
+        try run(2, "INSERT OR IGNORE INTO attachments(receiptID, sha256, filename, mediaType, position) VALUES (?, ?, ?, ?, ?)") {
             $0.text(receiptID)
             $0.text(f.id.hex)
             $0.text(f.name)
@@ -932,7 +972,7 @@ struct ManifestSQL {
 
     /// The outbox entry of a changed receipt (same row as `Vault.recordChange` writes).
     func recordChange(_ id: String, zone: String) throws {
-        _ = try run("INSERT INTO changes(receiptID, zone, kind, at) VALUES (?, ?, ?, ?)") {
+        _ = try run(3, "INSERT INTO changes(receiptID, zone, kind, at) VALUES (?, ?, ?, ?)") {
             $0.text(id)
             $0.text(zone)
             $0.text(Change.Kind.upsert.rawValue)
@@ -950,8 +990,8 @@ struct ManifestSQL {
 
     /// Binds the values in order (each copied by SQLite) and runs the statement once; returns the rows
     /// it changed.
-    private func run(_ sql: String, _ bind: (inout Binder) -> Void) throws -> Int {
-        let handle = try db.cachedStatement(sql: sql).sqliteStatement
+    private func run(_ slot: Int, _ sql: String, _ bind: (inout Binder) -> Void) throws -> Int {
+        let handle = try statements.handle(slot, sql, db)
         sqlite3_reset(handle)
         var binder = Binder(handle: handle)
         bind(&binder)
