@@ -31,7 +31,7 @@ let package = Package(
             "BlobStore", .product(name: "GRDB", package: "GRDB.swift"),
         ], swiftSettings: strict),
         .target(name: "ReceiptVault", dependencies: [
-            "BlobStore", "ReceiptCatalog",
+            "BlobStore", "ReceiptCatalog", "CFileOps",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "CSV", package: "CSV.swift"),

@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <malloc.h>
 
 int cfileops_ficlone(int dst_fd, int src_fd) {
 #ifdef FICLONE
@@ -39,3 +40,11 @@ int cfileops_set_direct(int fd, int on) {
     return fcntl(fd, F_SETFL, on ? (flags | O_DIRECT) : (flags & ~O_DIRECT));
 }
 
+/// malloc.h: see CFileOps.h.
+void cfileops_limit_malloc_arenas(int count) {
+#ifdef __GLIBC__
+    mallopt(M_ARENA_MAX, count);
+#else
+    (void)count;
+#endif
+}

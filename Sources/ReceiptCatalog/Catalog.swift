@@ -53,6 +53,7 @@ public final class Catalog: Sendable {
         let pool: DatabasePool
         do {
             pool = try DatabasePool(path: path, configuration: configuration())
+            try restoreFullSync(pool)
             let version = try pool.read { db in
                 _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master")
                 return try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
@@ -73,7 +74,8 @@ public final class Catalog: Sendable {
 
     /// Creates a new catalog at `path` (which must not exist) with the given settings.
     public static func create(at path: String, settings: VaultSettings) throws -> Catalog {
-        let pool = try DatabasePool(path: path, configuration: configuration())
+        let pool = try DatabasePool(path: path, configuration: configuration(pageSize: newPageSize))
+        try restoreFullSync(pool)
         try migrate(pool)
         try pool.write { db in
             try settings.save(db)
@@ -92,15 +94,32 @@ public final class Catalog: Sendable {
         }
     }
 
-    private static func configuration() -> Configuration {
+    /// The page size of catalogs created from now on (existing ones keep theirs: SQLite fixes it when
+    /// the file is created, and WAL mode keeps it). Small blobs live inline in the `blobs` table, one
+    /// row of 1–100 KB each: 4 KiB pages held one 2 KB row and a lot of air, 16 KiB pages hold seven.
+    /// See "Manifest import" in docs/DESIGN.md.
+    static let newPageSize = 16384
+
+    private static func configuration(pageSize: Int? = nil) -> Configuration {
         var config = Configuration()
         config.foreignKeysEnabled = true
         config.busyMode = .timeout(30)
         config.prepareDatabase { db in
+            // Before GRDB turns WAL mode on (and so before the file has its first page).
+            if let pageSize { try db.execute(sql: "PRAGMA page_size = \(pageSize)") }
             // A committed reference must survive a power cut, not only a crash of this process.
             try db.execute(sql: "PRAGMA synchronous = FULL")
         }
         return config
+    }
+
+    /// GRDB's `DatabasePool` sets `synchronous = NORMAL` on its writer when it turns WAL mode on,
+    /// after `prepareDatabase` ran: commits were then durable only at the next checkpoint. The
+    /// writer is one connection for the pool's life, so setting it back once holds.
+    private static func restoreFullSync(_ pool: DatabasePool) throws {
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
     }
 
     /// Reads the 100-byte SQLite header without opening the database, so a newer or foreign file is

@@ -31,7 +31,18 @@ struct Digest: Hashable, Comparable, Sendable, CustomStringConvertible {
         return BlobID(digest: bytes)
     }
 
-    var hex: String { blobID.hex }
+    /// The 64 lowercase hex digits, written straight from the words (no `BlobID` on the way).
+    var hex: String {
+        String(unsafeUninitializedCapacity: 64) { out in
+            let digits: StaticString = "0123456789abcdef"
+            digits.withUTF8Buffer { digit in
+                for (w, word) in [w0, w1, w2, w3].enumerated() {
+                    for i in 0..<16 { out[w * 16 + i] = digit[Int(truncatingIfNeeded: word >> UInt64(60 - 4 * i)) & 0xF] }
+                }
+            }
+            return 64
+        }
+    }
     var description: String { hex }
 
     static func < (a: Digest, b: Digest) -> Bool { (a.w0, a.w1, a.w2, a.w3) < (b.w0, b.w1, b.w2, b.w3) }
@@ -83,7 +94,7 @@ struct ManifestFiles: RandomAccessCollection {
         let firstNew: Bool
     }
 
-    private final class Extra {
+    private final class Extra: Sendable {
         let link: String?
         let filename: String?
         let status: FileStatus?
@@ -111,6 +122,13 @@ struct ManifestFiles: RandomAccessCollection {
                         folder: folders.index(f.folder), mediaType: mediaTypes.index(f.mediaType), extra: extra,
                         known: f.known, cached: f.cached, firstNew: f.firstNew))
     }
+
+    /// Fields of one row without decoding the rest (its strings).
+    func size(_ position: Int) -> Int64 { rows[position].size }
+    func known(_ position: Int) -> Bool { rows[position].known }
+    func receipt(_ position: Int) -> Int { rows[position].receipt }
+    func id(_ position: Int) -> Digest { rows[position].id }
+    func firstNew(_ position: Int) -> Bool { rows[position].firstNew }
 
     subscript(position: Int) -> ManifestFile {
         let row = rows[position]
@@ -181,6 +199,9 @@ struct ManifestReceipts: RandomAccessCollection {
 
     /// The receipt's id was given in the manifest (without decoding the rest).
     func given(_ position: Int) -> Bool { rows[position].given }
+    func exists(_ position: Int) -> Bool { rows[position].exists }
+    /// `ManifestReceipt.id`, without decoding the metadata.
+    func id(_ position: Int) -> String { ManifestReceipt.text(rows[position].uuid) }
     func zone(_ position: Int) -> String { zones.values[rows[position].zone] }
     func firstLine(_ position: Int) -> Int { rows[position].firstLine }
     /// `ManifestReceipt.key`, without decoding the rest.

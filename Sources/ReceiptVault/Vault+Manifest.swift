@@ -1,4 +1,5 @@
 import BlobStore
+import CFileOps
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -110,7 +111,10 @@ struct ManifestReceipt {
     let uuid: UUID
     /// The id as the catalog writes it (lowercase; Foundation's `uuidString` formats through snprintf
     /// and upper case, which 100,000 rows notice).
-    var id: String {
+    var id: String { Self.text(uuid) }
+
+    /// A receipt id as the catalog writes it.
+    static func text(_ uuid: UUID) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var text = [UInt8]()
         text.reserveCapacity(36)
@@ -206,6 +210,10 @@ extension Vault {
                                        progress: ((ManifestProgress) -> Void)? = nil,
                                        each: (ImportedFile) throws -> Void) throws -> ManifestSummary {
         if let defaultZone { _ = try Validate.zoneName(defaultZone) }
+        // The import's short-lived threads (parsing, hashing, reading) would each take a malloc arena of
+        // their own, up to eight per core, and every arena keeps what was freed in it: one per core
+        // holds the peak RSS of a 100,000-row manifest ~8 MB lower (see "Memory" in docs/DESIGN.md).
+        cfileops_limit_malloc_arenas(Int32(max(2, Parallel.cores)))
         let manifestPath = absolute(manifestPath)
         let plan = try checkManifest(manifestPath, defaultZone: defaultZone, progress: progress)
         return try wrapped { try writeManifest(plan, progress: progress, each: each) }
@@ -323,7 +331,9 @@ extension Vault {
                     progress?(tally)
                 }
 
-                while let next = try reader.next() {
+                // CSV.swift parses on a thread of its own, a chunk ahead of the checks.
+                let rows = ManifestPrefetch(reader)
+                while let next = try rows.next() {
                     let row: ManifestRecord
                     switch next {
                     case .failure(let problem): problems.append(problem); continue
@@ -565,7 +575,7 @@ extension Vault {
         // Receipts with no file are written with the first batch.
         // Per receipt, by index (arrays, not sets: a manifest may describe 100,000 receipts).
         var hasFile = [Bool](repeating: false, count: plan.receipts.count)
-        for f in plan.files { hasFile[f.receipt] = true }
+        for i in plan.files.indices { hasFile[plan.files.receipt(i)] = true }
         var started = [Bool](repeating: false, count: plan.receipts.count)  // its row was written
         var nextPosition = [Int](repeating: -1, count: plan.receipts.count)  // -1: not known yet
         // Blobs whose first row's file could not be read: the next row with that content tries its own.
@@ -574,23 +584,50 @@ extension Vault {
         try locked(.shared) {
             var start = plan.files.startIndex
             var first = true
-            while start < plan.files.endIndex || first {
+            /// Where the batch that starts at `start` ends, and its new content: one row per blob not in the
+            /// vault yet, the first row naming it (by offset in the batch) keeps the blob's "deduplicated"
+            /// answer, later rows reuse it; `order` lists those first rows in address order. Read from the
+            /// plan's fields, without decoding its rows.
+            func planBatch(from start: Int) -> (end: Int, firstRow: [Digest: Int], order: [Int]) {
                 var end = start
                 var budget = BatchBudget()
+                var firstRow: [Digest: Int] = [:]
                 while end < plan.files.endIndex && !budget.isFull {
-                    let f = plan.files[end]
                     // A file whose content the vault holds already costs a row, no bytes.
-                    budget.add(size: f.known ? 0 : f.size, inline: f.known || f.size < settings.inlineThreshold)
+                    let known = plan.files.known(end), size = plan.files.size(end), id = plan.files.id(end)
+                    budget.add(size: known ? 0 : size, inline: known || size < settings.inlineThreshold)
+                    if !known && (plan.files.firstNew(end) || retry.contains(id)) && firstRow[id] == nil {
+                        firstRow[id] = end - start
+                    }
                     end += 1
                 }
-                let batch = Array(plan.files[start..<end])  // decoded once; offsets below are into it
-                // The batch's new content: one row per blob not in the vault yet, the first row naming it
-                // (by offset in the batch) keeps the blob's "deduplicated" answer, later rows reuse it.
-                var firstRow: [Digest: Int] = [:]
-                for (offset, f) in zip(batch.indices, batch)
-                where !f.known && (f.firstNew || retry.contains(f.id)) && firstRow[f.id] == nil {
-                    firstRow[f.id] = offset
+                return (end, firstRow, firstRow.sorted { $0.key < $1.key }.map(\.value))
+            }
+            typealias Reading = (slice: ArraySlice<Int>, read: Parallel.Background<[(Digest, Result<PreparedBlob, Error>)]>)
+            /// Reads (on every core, in the background) the small files of the slice of `order` from `start`;
+            /// `file` gives a row of the batch by offset.
+            func startReading(_ order: [Int], from start: Int, _ file: (Int) -> ManifestFile) -> Reading? {
+                guard start < order.endIndex else { return nil }
+                let slice = order[start..<min(start + Self.manifestReadSlice, order.endIndex)]
+                let small = slice.map(file).filter { $0.size < settings.inlineThreshold }
+                return (slice, Parallel.Background {
+                    Array(zip(small.map(\.id), Parallel.map(small) { try self.readManifestFile($0) }))
+                })
+            }
+            /// The next batch, planned (and its first slice of small files being read) while the rows of the
+            /// one before were written and committed.
+            var next: (start: Int, planned: (end: Int, firstRow: [Digest: Int], order: [Int]), reading: Reading?)?
+            while start < plan.files.endIndex || first {
+                let planned: (end: Int, firstRow: [Digest: Int], order: [Int])
+                var firstReading: Reading?
+                if let ahead = next, ahead.start == start {
+                    (planned, firstReading) = (ahead.planned, ahead.reading)
+                } else {
+                    planned = planBatch(from: start)
                 }
+                next = nil
+                let (end, firstRow, order) = planned
+                let batch = Array(plan.files[start..<end])  // decoded once; offsets below are into it
                 // Large files are staged (on disk) and installed before the transaction; small ones are
                 // read slice by slice inside it, so the batch's bytes are never all in memory. A file that
                 // changed since it was checked is reported and skipped.
@@ -618,28 +655,18 @@ extension Vault {
                             try Zone(name: name, createdAt: now).insert(db)
                         }
                         for index in plan.receipts.indices where !hasFile[index] {
-                            try writeManifestReceipt(sql, plan.receipts[index], tagJSON: &tagJSON)
+                            try writeManifestReceipt(sql, plan.receipts[index], id: plan.receipts.id(index), tagJSON: &tagJSON)
                             started[index] = true
                         }
                     }
                     // 1. The new blobs, in address order: the blobs' index is keyed by address, so each of
                     // its pages is visited once; the blob rows themselves are appended either way.
                     var dedupedNew: [Digest: Bool] = [:]  // blob → the vault had it already
-                    let order = firstRow.sorted { $0.key < $1.key }.map(\.value)
-                    /// Reads (on every core, in the background) the small files of the next slice of `order`.
-                    func startReading(from start: Int) -> (slice: ArraySlice<Int>, read: Parallel.Background<[(Digest, Result<PreparedBlob, Error>)]>)? {
-                        guard start < order.endIndex else { return nil }
-                        let slice = order[start..<min(start + Self.manifestReadSlice, order.endIndex)]
-                        let small = slice.map { batch[$0] }.filter { $0.size < settings.inlineThreshold }
-                        return (slice, Parallel.Background {
-                            Array(zip(small.map(\.id), Parallel.map(small) { try self.readManifestFile($0) }))
-                        })
-                    }
                     // The next slice is read while this one is inserted.
-                    var reading = startReading(from: order.startIndex)
+                    var reading = firstReading ?? startReading(order, from: order.startIndex) { batch[$0] }
                     while let (slice, pending) = reading {
                         let outcomes = pending.wait()
-                        reading = startReading(from: slice.endIndex)
+                        reading = startReading(order, from: slice.endIndex) { batch[$0] }
                         var read: [Digest: PreparedBlob] = [:]
                         for (id, outcome) in outcomes {
                             switch outcome {
@@ -656,6 +683,11 @@ extension Vault {
                     for id in firstRow.keys {
                         if unreadable[id] != nil { retry.insert(id) } else { retry.remove(id) }
                     }
+                    // `retry` is settled: the next batch's first files are read while these rows are written.
+                    if end < plan.files.endIndex {
+                        let ahead = planBatch(from: end)
+                        next = (end, ahead, startReading(ahead.order, from: ahead.order.startIndex) { plan.files[end + $0] })
+                    }
                     // 2. The rows. Which rows are first with a blob was settled above by manifest position;
                     // what else one row's outcome may take from another's is `receiptHolding`, asked by rows
                     // of receipts without an id, which finds attachments of that row's own blob. So unless
@@ -665,7 +697,10 @@ extension Vault {
                     // in manifest order. The report keeps manifest order either way.
                     var rowOrder = Array(batch.indices)
                     var blobRows: [Digest: Int] = [:]
-                    for f in batch { blobRows[f.id, default: 0] += 1 }
+                    // Only rows without id ask `receiptHolding`: a batch of rows with ids need not count.
+                    if batch.contains(where: { !plan.receipts.given($0.receipt) }) {
+                        for f in batch { blobRows[f.id, default: 0] += 1 }
+                    }
                     if !batch.contains(where: { !plan.receipts.given($0.receipt) && blobRows[$0.id, default: 0] > 1 }) {
                         // By the id's bytes: the order of its lowercase hex text.
                         let ids = rowOrder.map { plan.receipts.key(batch[$0].receipt) }
@@ -692,27 +727,30 @@ extension Vault {
                         } else {
                             held = true
                         }
-                        let receipt = plan.receipts[f.receipt]
-                        if !receipt.given, !started[f.receipt], held,
-                           let existing = try receiptHolding(db, f.id.blobID, named: f.name, in: receipt.zone) {
+                        // The receipt is decoded (metadata and all) only where its row is written.
+                        if !plan.receipts.given(f.receipt), !started[f.receipt], held,
+                           let existing = try receiptHolding(db, f.id.blobID, named: f.name, in: plan.receipts.zone(f.receipt)) {
                             // Without an id, a file already filed under this name in the zone is not added again.
                             out[offset] = .imported(heldBy: existing, deduplicated: true, existing: true)
                             continue
                         }
+                        let receiptID = plan.receipts.id(f.receipt)
                         if !started[f.receipt] {
-                            if try writeManifestReceipt(sql, receipt, tagJSON: &tagJSON) { recorded.insert(f.receipt) }
+                            if try writeManifestReceipt(sql, plan.receipts[f.receipt], id: receiptID, tagJSON: &tagJSON) {
+                                recorded.insert(f.receipt)
+                            }
                             started[f.receipt] = true
                         }
                         var position: Int
                         if nextPosition[f.receipt] >= 0 {
                             position = nextPosition[f.receipt]
-                        } else if receipt.exists {
+                        } else if plan.receipts.exists(f.receipt) {
                             position = (try Int.fetchOne(db.cachedStatement(sql: "SELECT max(position) FROM attachments WHERE receiptID = ?"),
-                                                         arguments: [receipt.id]) ?? -1) + 1
+                                                         arguments: [receiptID]) ?? -1) + 1
                         } else {
                             position = 0
                         }
-                        let inserted = try sql.insertAttachment(receipt.id, f, position: position)
+                        let inserted = try sql.insertAttachment(receiptID, f, position: position)
                         if inserted {
                             position += 1
                             touched.insert(f.receipt)
@@ -723,9 +761,9 @@ extension Vault {
                         out[offset] = .imported(heldBy: nil, deduplicated: deduplicated, existing: !inserted)
                     }
                     for index in touched.subtracting(recorded).sorted() {
-                        let receipt = plan.receipts[index]
-                        try db.execute(sql: "UPDATE receipts SET modifiedAt = ? WHERE id = ?", arguments: [now, receipt.id])
-                        try sql.recordChange(receipt.id, zone: receipt.zone)
+                        let id = plan.receipts.id(index)
+                        try db.execute(sql: "UPDATE receipts SET modifiedAt = ? WHERE id = ?", arguments: [now, id])
+                        try sql.recordChange(id, zone: plan.receipts.zone(index))
                     }
                     return out
                 }
@@ -740,7 +778,7 @@ extension Vault {
                         } else {
                             report.existing += 1
                         }
-                        try each(ImportedFile(id: heldBy ?? plan.receipts[f.receipt].id, path: f.given, sha256: f.id.hex,
+                        try each(ImportedFile(id: heldBy ?? plan.receipts.id(f.receipt), path: f.given, sha256: f.id.hex,
                                               size: f.size, deduplicated: deduplicated, existing: existing))
                     }
                 }
@@ -765,9 +803,9 @@ extension Vault {
     /// Inserts a new receipt or applies the manifest's metadata to the existing one. Returns whether
     /// the row changed (and so wrote its outbox entry).
     @discardableResult
-    private func writeManifestReceipt(_ sql: ManifestSQL, _ planned: ManifestReceipt,
+    private func writeManifestReceipt(_ sql: ManifestSQL, _ planned: ManifestReceipt, id: String,
                                       tagJSON: inout [[String]: String]) throws -> Bool {
-        if planned.exists, var stored = try Receipt.fetchOne(sql.db, key: planned.id) {
+        if planned.exists, var stored = try Receipt.fetchOne(sql.db, key: id) {
             let before = stored
             planned.metadata.apply(to: &stored)
             guard stored != before else { return false }
@@ -776,7 +814,7 @@ extension Vault {
             try sql.recordChange(stored.id, zone: stored.zone)
             return true
         }
-        var receipt = Receipt(id: planned.id, zone: planned.zone, createdAt: sql.now, modifiedAt: sql.now)
+        var receipt = Receipt(id: id, zone: planned.zone, createdAt: sql.now, modifiedAt: sql.now)
         planned.metadata.apply(to: &receipt)
         let tags: String
         if let known = tagJSON[receipt.tags] {
@@ -872,6 +910,24 @@ extension Vault {
 struct ManifestSQL {
     let db: Database
     let now: Millis
+    /// Each statement looked up in GRDB's cache (by its SQL text) once per transaction, not once a row.
+    private let statements = Statements()
+
+    init(db: Database, now: Millis) {
+        self.db = db
+        self.now = now
+    }
+
+    private final class Statements {
+        private var held: [Statement?] = Array(repeating: nil, count: 4)
+
+        func handle(_ slot: Int, _ sql: String, _ db: Database) throws -> SQLiteStatement {
+            if let statement = held[slot] { return statement.sqliteStatement }
+            let statement = try db.cachedStatement(sql: sql)
+            held[slot] = statement
+            return statement.sqliteStatement
+        }
+    }
 
     /// Inserts the blob's row unless present; returns whether the vault already had the blob.
     func insertBlob(_ blob: PreparedBlob, installed: StoredBlob?) throws -> Bool {
@@ -879,7 +935,7 @@ struct ManifestSQL {
         guard blob.inline != nil || installed != nil else {
             throw VaultError(.io, "blob \(blob.id) is not in the catalog nor staged; re-run the import")
         }
-        let changes = try run("""
+        let changes = try run(0, """
             INSERT OR IGNORE INTO blobs(sha256, size, storedSize, encoding, inline, createdAt) VALUES (?, ?, ?, ?, ?, ?)
             """) {
             $0.text(blob.id.hex)
@@ -893,7 +949,7 @@ struct ManifestSQL {
     }
 
     func insertReceipt(_ r: Receipt, tagsJSON: String) throws {
-        _ = try run("""
+        _ = try run(1, """
             INSERT INTO receipts(id, zone, merchant, date, total, currency, category, note, tags, createdAt, modifiedAt)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """) {
@@ -905,7 +961,7 @@ struct ManifestSQL {
 
     /// Returns false when the receipt already holds the blob.
     func insertAttachment(_ receiptID: String, _ f: ManifestFile, position: Int) throws -> Bool {
-        try run("INSERT OR IGNORE INTO attachments(receiptID, sha256, filename, mediaType, position) VALUES (?, ?, ?, ?, ?)") {
+        try run(2, "INSERT OR IGNORE INTO attachments(receiptID, sha256, filename, mediaType, position) VALUES (?, ?, ?, ?, ?)") {
             $0.text(receiptID)
             $0.text(f.id.hex)
             $0.text(f.name)
@@ -916,7 +972,7 @@ struct ManifestSQL {
 
     /// The outbox entry of a changed receipt (same row as `Vault.recordChange` writes).
     func recordChange(_ id: String, zone: String) throws {
-        _ = try run("INSERT INTO changes(receiptID, zone, kind, at) VALUES (?, ?, ?, ?)") {
+        _ = try run(3, "INSERT INTO changes(receiptID, zone, kind, at) VALUES (?, ?, ?, ?)") {
             $0.text(id)
             $0.text(zone)
             $0.text(Change.Kind.upsert.rawValue)
@@ -934,8 +990,8 @@ struct ManifestSQL {
 
     /// Binds the values in order (each copied by SQLite) and runs the statement once; returns the rows
     /// it changed.
-    private func run(_ sql: String, _ bind: (inout Binder) -> Void) throws -> Int {
-        let handle = try db.cachedStatement(sql: sql).sqliteStatement
+    private func run(_ slot: Int, _ sql: String, _ bind: (inout Binder) -> Void) throws -> Int {
+        let handle = try statements.handle(slot, sql, db)
         sqlite3_reset(handle)
         var binder = Binder(handle: handle)
         bind(&binder)

@@ -31,6 +31,48 @@ final class CatalogTests: XCTestCase {
         return out
     }
 
+    /// GRDB's pool sets `synchronous = NORMAL` on its writer when it turns WAL on: a commit must
+    /// still be durable by itself (FULL), on a new catalog and on one opened again.
+    func testTheWriterCommitsWithSynchronousFull() throws {
+        let path = try makeCatalog()
+        for catalog in [try Catalog.open(at: path)] {
+            let level = try catalog.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+            XCTAssertEqual(level, 2, "2 is FULL")
+            try catalog.close()
+        }
+        try FileManager.default.removeItem(atPath: FileSystem.parentPath(path))
+        try FileManager.default.createDirectory(atPath: FileSystem.parentPath(path), withIntermediateDirectories: true)
+        let created = try Catalog.create(at: path, settings: VaultSettings(vaultID: "test"))
+        XCTAssertEqual(try created.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }, 2)
+        try created.close()
+    }
+
+    /// New catalogs get 16 KiB pages; a catalog made with other pages keeps them (SQLite fixes the
+    /// page size when the file is created) and is migrated and written as before.
+    func testNewCatalogsHave16KiBPagesAndOlderOnesKeepTheirs() throws {
+        let path = try makeCatalog()
+        let created = try Catalog.open(at: path)
+        XCTAssertEqual(try created.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") }, 16384)
+        try created.close()
+
+        let oldPath = folder.file("old/" + Catalog.fileName)
+        try FileManager.default.createDirectory(atPath: folder.file("old"), withIntermediateDirectories: true)
+        let queue = try DatabaseQueue(path: oldPath)
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA page_size = 4096")
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "PRAGMA application_id = \(Schema.applicationID)")
+            try db.execute(sql: "CREATE TABLE unrelated (x)")
+        }
+        try queue.close()
+        let old = try Catalog.open(at: oldPath)
+        XCTAssertEqual(try old.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") }, 4096)
+        XCTAssertEqual(try old.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }, Catalog.schemaVersion)
+        try old.write { db in try db.execute(sql: "INSERT INTO zones(name, createdAt) VALUES ('z', 0)") }
+        XCTAssertEqual(try old.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM zones") }, 1)
+        try old.close()
+    }
+
     func testNewerSchemaIsRefusedWithoutTouchingTheFile() throws {
         let path = try makeCatalog()
         // user_version is the big-endian 32-bit integer at offset 60 of the SQLite header.

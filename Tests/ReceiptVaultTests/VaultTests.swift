@@ -65,6 +65,61 @@ final class VaultTests: XCTestCase {
         XCTAssertEqual(try FileSystem.contents(of: vault.blobs.interimPath), [], "no staging file left")
     }
 
+    /// The manifest is parsed a chunk of 1,024 rows ahead of the checks (`ManifestPrefetch`): rows
+    /// across chunk boundaries keep their order, line numbers and receipts.
+    func testAManifestOfSeveralParsedChunksImportsEveryRowInManifestOrder() throws {
+        var text = "path,merchant\n"
+        for i in 0..<2_500 {
+            try folder.write("in/f\(i).txt", "file \(i % 2_000)")  // 500 rows share their content with others
+            text += "f\(i).txt,shop \(i)\n"
+        }
+        try folder.write("in/m.csv", text)
+        let report = try vault.importManifest(folder.file("in/m.csv"))
+        XCTAssertEqual(report.imported.map(\.path), (0..<2_500).map { "f\($0).txt" })
+        XCTAssertEqual(report.failed.count, 0)
+        XCTAssertEqual(try count("receipts"), 2_500)
+        XCTAssertEqual(try count("blobs"), 2_000)
+        let merchant = try vault.catalog.read { db in
+            try String.fetchOne(db, sql: """
+                SELECT r.merchant FROM receipts r JOIN attachments a ON a.receiptID = r.id WHERE a.filename = 'f2222.txt'
+                """)
+        }
+        XCTAssertEqual(merchant, "shop 2222")
+    }
+
+    /// Bad rows in later chunks, and a CSV error after them, are found before anything is written.
+    func testBadRowsInLaterParsedChunksImportNothingAndAreNamed() throws {
+        var text = "path,merchant\n"
+        for i in 0..<2_500 {
+            try folder.write("in/f\(i).txt", "file \(i)")
+            switch i {
+            case 1_100: text += "missing.txt,shop\n"            // line 1,102
+            case 2_400: text += "f\(i).txt,shop,extra\n"        // line 2,402
+            default: text += "f\(i).txt,shop \(i)\n"
+            }
+        }
+        try folder.write("in/m.csv", text)
+        let before = try fingerprint()
+        XCTAssertThrowsError(try vault.importManifest(folder.file("in/m.csv"))) { error in
+            guard let error = error as? ManifestError else { return XCTFail("\(error)") }
+            XCTAssertEqual(error.problems.map(\.line), [1_102, 2_402])
+        }
+        XCTAssertEqual(try fingerprint(), before)
+
+        // An unterminated quote on the last line, after 2,000 good rows.
+        try folder.write("in/q.csv", "path\n" + (0..<2_000).map { "f\($0).txt\n" }.joined() + "\"f1.txt\n")
+        XCTAssertThrowsError(try vault.importManifest(folder.file("in/q.csv")))
+        XCTAssertEqual(try fingerprint(), before)
+    }
+
+    func testDigestHexIsTheBlobIDsHex() {
+        for seed in 0..<50 {
+            let id = SHA256Hasher.hash(TestData.random(100 + seed, seed: UInt64(seed)))
+            XCTAssertEqual(Digest(id).hex, id.hex)
+            XCTAssertEqual(Digest(id).blobID, id)
+        }
+    }
+
     /// A file that changes after the rows were checked and before they are written is reported failed
     /// (with every row naming that content), and the other rows are imported.
     func testAManifestFileChangedBetweenCheckAndWriteIsReportedFailed() throws {

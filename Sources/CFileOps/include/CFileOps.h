@@ -19,4 +19,9 @@ int cfileops_start_writeback(int fd);
 /// Turns O_DIRECT on or off for an open descriptor (fcntl F_SETFL). Returns 0, or -1 with errno set
 /// (EINVAL where the file system has no direct I/O).
 int cfileops_set_direct(int fd, int on);
+
+/// mallopt(M_ARENA_MAX, count) where the C library is glibc (a no-op elsewhere): threads that
+/// allocate share at most `count` malloc arenas instead of up to eight per core, each of which keeps
+/// what its threads freed.
+void cfileops_limit_malloc_arenas(int count);
 #endif
