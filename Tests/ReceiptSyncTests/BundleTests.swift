@@ -51,6 +51,11 @@ extension ServerAuthorizationTests {
         for cut in [1, 39, 41, 40 + 40 + 1 + 5, stream.count - 1] {
             XCTAssertFalse(try Self.read(Array(stream.prefix(cut)), pieceSize: 5).complete, "cut at \(cut)")
         }
+        // A length with its top bit set is no length: refused, not read as a huge or negative size.
+        var impossible = WireBundle.header(sha256: SHA256Hasher.hash([]).digest, length: 0)
+        impossible[32] = 0x80
+        var reader = WireBundleReader()
+        XCTAssertThrowsError(try impossible.withUnsafeBytes { try reader.feed($0) { _ in } })
         // Bundles are filled up to the target size and blob count; a larger blob travels alone.
         let sizes: [Int64] = [WireBundle.targetBytes, 1, WireBundle.targetBytes - 1, 1, 5]
         XCTAssertEqual(WireBundle.split(Array(sizes.indices)) { sizes[$0] }, [[0], [1, 2], [3, 4]])
