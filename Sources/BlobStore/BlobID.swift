@@ -11,13 +11,21 @@ public struct BlobID: Hashable, Comparable, Sendable, CustomStringConvertible, C
 
     public init(digest: [UInt8]) {
         precondition(digest.count == 32, "a SHA-256 digest has 32 bytes")
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8](repeating: 0, count: 64)
-        for (i, byte) in digest.enumerated() {
-            out[2 * i] = digits[Int(byte >> 4)]
-            out[2 * i + 1] = digits[Int(byte & 0x0f)]
+        self.hex = digest.withUnsafeBytes(Self.hexText)
+    }
+
+    /// Bytes as lowercase hex digits, written in place.
+    public static func hexText(_ bytes: UnsafeRawBufferPointer) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            let digits: StaticString = "0123456789abcdef"
+            digits.withUTF8Buffer { digit in
+                for (i, byte) in bytes.enumerated() {
+                    out[2 * i] = digit[Int(byte >> 4)]
+                    out[2 * i + 1] = digit[Int(byte & 0x0f)]
+                }
+            }
+            return bytes.count * 2
         }
-        self.hex = String(decoding: out, as: UTF8.self)
     }
 
     /// The address's 32 bytes (as the wire's bundle headers carry it).

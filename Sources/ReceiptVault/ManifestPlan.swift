@@ -8,41 +8,20 @@ struct Digest: Hashable, Comparable, Sendable, CustomStringConvertible {
     private let w0, w1, w2, w3: UInt64
 
     init(_ id: BlobID) {
-        var w: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        for (i, c) in id.hex.utf8.enumerated() {
-            // A BlobID's hex is 64 lowercase hexadecimal digits.
-            let v = UInt64(c <= UInt8(ascii: "9") ? c &- UInt8(ascii: "0") : c &- UInt8(ascii: "a") &+ 10)
-            switch i >> 4 {
-            case 0: w.0 = w.0 << 4 | v
-            case 1: w.1 = w.1 << 4 | v
-            case 2: w.2 = w.2 << 4 | v
-            default: w.3 = w.3 << 4 | v
-            }
-        }
-        (w0, w1, w2, w3) = w
+        let bytes = id.digest
+        func word(_ start: Int) -> UInt64 { bytes[start..<start + 8].reduce(0) { $0 << 8 | UInt64($1) } }
+        (w0, w1, w2, w3) = (word(0), word(8), word(16), word(24))
     }
 
-    var blobID: BlobID {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(32)
-        for word in [w0, w1, w2, w3] {
-            for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
-        }
-        return BlobID(digest: bytes)
+    /// The 32 bytes, in order (a tuple of four words is laid out contiguously).
+    private func withBytes<T>(_ body: (UnsafeRawBufferPointer) -> T) -> T {
+        withUnsafeBytes(of: (w0.bigEndian, w1.bigEndian, w2.bigEndian, w3.bigEndian), body)
     }
+
+    var blobID: BlobID { withBytes { BlobID(digest: Array($0)) } }
 
     /// The 64 lowercase hex digits, written straight from the words (no `BlobID` on the way).
-    var hex: String {
-        String(unsafeUninitializedCapacity: 64) { out in
-            let digits: StaticString = "0123456789abcdef"
-            digits.withUTF8Buffer { digit in
-                for (w, word) in [w0, w1, w2, w3].enumerated() {
-                    for i in 0..<16 { out[w * 16 + i] = digit[Int(truncatingIfNeeded: word >> UInt64(60 - 4 * i)) & 0xF] }
-                }
-            }
-            return 64
-        }
-    }
+    var hex: String { withBytes(BlobID.hexText) }
     var description: String { hex }
 
     static func < (a: Digest, b: Digest) -> Bool { (a.w0, a.w1, a.w2, a.w3) < (b.w0, b.w1, b.w2, b.w3) }
