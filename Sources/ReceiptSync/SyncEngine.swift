@@ -254,8 +254,7 @@ public final class SyncEngine {
 
     /// Asks the server which of the referenced blobs it wants, and uploads those in bundles.
     func uploadBlobs(for outgoing: [Outgoing]) async throws {
-        var sizes: [String: Int64] = [:]
-        for item in outgoing { for a in item.record.receipt?.attachments ?? [] { sizes[a.sha256] = a.size } }
+        let sizes = Self.blobSizes(outgoing.map(\.record.receipt))
         if sizes.isEmpty { return }
         let want = try await client.want(sizes.keys.sorted())
         let bundles = WireBundle.split(want) { sizes[$0] ?? 0 }
@@ -325,9 +324,7 @@ public final class SyncEngine {
     /// Merges each conflicting record (base, local, server) and keeps the merge pending when it
     /// differs from the server's version.
     func resolve(_ conflicts: [(ZoneRef, WireRecord)]) async throws {
-        var blobs: [String: Int64] = [:]
-        for (_, record) in conflicts { for a in record.receipt?.attachments ?? [] { blobs[a.sha256] = a.size } }
-        try await withBlobs(blobs) { db in
+        try await withBlobs(Self.blobSizes(conflicts.map(\.1.receipt))) { db in
             for (zone, server) in conflicts {
                 try self.mergeIn(db, zone: zone, server: server)
                 self.report.conflicts += 1
@@ -390,7 +387,7 @@ public final class SyncEngine {
             let fetched = try await next.value
             let page = fetched.page
             // Blobs this page brings are not fetched again for the next one: this page commits first.
-            let coming = Set(page.records.flatMap { $0.receipt?.attachments.map(\.sha256) ?? [] })
+            let coming = Set(Self.blobSizes(page.records.map(\.receipt)).keys)
             ahead = page.more ? Task { try await pages.fetch(since: page.changeToken, excluding: coming) } : nil
             try checkNotWiping()
             try commit(fetched.blobs) { db in
@@ -416,8 +413,7 @@ public final class SyncEngine {
             try SyncEngine.checkNotWiping(vault.path)
             let page = try await client.changes(owner: zone.owner, name: zone.remote, since: since, limit: pageSize)
             if !page.records.isEmpty { progress("pulling \(zone.local): \(page.records.count) change(s)") }
-            var blobs: [String: Int64] = [:]
-            for record in page.records { for a in record.receipt?.attachments ?? [] where !coming.contains(a.sha256) { blobs[a.sha256] = a.size } }
+            let blobs = SyncEngine.blobSizes(page.records.map(\.receipt)).filter { !coming.contains($0.key) }
             return (page, try await SyncEngine.fetchMissing(blobs, vault: vault, transfer: transfer, limit: limit, progress: progress))
         }
     }
@@ -471,6 +467,13 @@ public final class SyncEngine {
             try LocalStore.setState(db, record.id, zone: zone.local, tag: record.changeTag, base: record.receipt)
         }
         report.pulled += 1
+    }
+
+    /// The blobs the receipts attach: address → size, as the records say.
+    static func blobSizes(_ receipts: [WireReceipt?]) -> [String: Int64] {
+        var sizes: [String: Int64] = [:]
+        for receipt in receipts { for a in receipt?.attachments ?? [] { sizes[a.sha256] = a.size } }
+        return sizes
     }
 
     /// Downloads the blobs among `blobs` (address → size, as the records say) the vault lacks, holding
