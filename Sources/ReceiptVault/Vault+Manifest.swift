@@ -215,8 +215,14 @@ extension Vault {
         // holds the peak RSS of a 100,000-row manifest ~8 MB lower (see "Memory" in docs/DESIGN.md).
         cfileops_limit_malloc_arenas(Int32(max(2, Parallel.cores)))
         let manifestPath = absolute(manifestPath)
-        let plan = try checkManifest(manifestPath, defaultZone: defaultZone, progress: progress)
-        return try wrapped { try writeManifest(plan, progress: progress, each: each) }
+        // Shared from the first check: pass 1 decides which blobs the vault holds already, and a gc
+        // between the passes could otherwise take one of them (an orphan) before its row commits.
+        return try wrapped {
+            try locked(.shared) {
+                let plan = try checkManifest(manifestPath, defaultZone: defaultZone, progress: progress)
+                return try writeManifest(plan, progress: progress, each: each)
+            }
+        }
     }
 
     struct ManifestPlan {
@@ -566,6 +572,7 @@ extension Vault {
 
     // MARK: - Pass 2: write, in batches (blobs installed before the rows that refer to them commit)
 
+    /// The caller holds the vault lock shared, since before pass 1.
     private func writeManifest(_ plan: ManifestPlan, progress: ((ManifestProgress) -> Void)?,
                                each: (ImportedFile) throws -> Void) throws -> ManifestSummary {
         var report = ManifestSummary()
@@ -581,7 +588,7 @@ extension Vault {
         // Blobs whose first row's file could not be read: the next row with that content tries its own.
         var retry = Set<Digest>()
         var tagJSON: [[String]: String] = [:]
-        try locked(.shared) {
+        do {
             var start = plan.files.startIndex
             var first = true
             /// Where the batch that starts at `start` ends, and its new content: one row per blob not in the

@@ -138,6 +138,30 @@ final class VaultTests: XCTestCase {
         XCTAssertEqual(try count("blobs"), 1)
     }
 
+    /// Pass 1 finds the content already in the vault (an orphan, its receipt removed), so pass 2 only
+    /// refers to it: a gc between the passes must wait for the import, not take the blob from under it.
+    func testGCWaitsForAManifestImportThatFoundItsBlobInTheVault() async throws {
+        let bytes = TestData.random(5_000, seed: 7)
+        let first = try vault.importFiles([try folder.write("in/scan.bin", bytes)])
+        try vault.remove(first.imported.map(\.id))
+        try folder.write("in/m.csv", "path\nscan.bin\n")
+        let gcEnded = DispatchSemaphore(value: 0)
+        let other = try Vault.open(at: vault.path)
+        defer { try? other.close() }
+        let report = try vault.importManifest(folder.file("in/m.csv")) { progress in
+            guard progress.phase == .checking else { return }
+            Thread { _ = try? other.collectGarbage(graceSeconds: 0); gcEnded.signal() }.start()
+            XCTAssertEqual(gcEnded.wait(timeout: .now() + 1), .timedOut, "gc ran between the passes")
+        }
+        gcEnded.wait()
+        XCTAssertEqual(report.imported.map(\.path), ["scan.bin"])
+        XCTAssertTrue(report.failed.isEmpty)
+        XCTAssertTrue(vault.blobs.contains(SHA256Hasher.hash(bytes)), "the blob file is still there")
+        XCTAssertEqual(try count("blobs"), 1)
+        let fsck = try await Integrity.fsck(vault.path)
+        XCTAssertEqual(fsck.problems.map(\.kind), [])
+    }
+
     // I5
     func testRemoveKeepsBytesUntilGC() throws {
         let big = TestData.random(5_000, seed: 2), small = Array("small".utf8)
