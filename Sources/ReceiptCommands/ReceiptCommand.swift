@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ReceiptVault
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,6 +29,11 @@ public struct ReceiptCommand: AsyncParsableCommand {
 
     /// Parses and runs; every failure becomes one line on stderr and a meaningful exit status.
     public static func run(arguments: [String]? = nil) async {
+        VaultLock.waiting.withLock {
+            $0 = { vault in
+                FileHandle.standardError.write(Data("receipt: another receipt command is using the vault \(vault); waiting for it to finish\n".utf8))
+            }
+        }
         var command: ParsableCommand
         do {
             command = try parseAsRoot(arguments)

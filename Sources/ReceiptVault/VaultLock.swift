@@ -1,4 +1,5 @@
 import BlobStore
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,12 +15,22 @@ public final class VaultLock: @unchecked Sendable {
     public static let fileName = "lock"
     private let fd: Int32
 
+    /// Told the vault's path when a lock is held by another command and this one starts to wait for
+    /// it, so that a user sees why the command does not go on (the CLI prints it).
+    public static let waiting = Mutex<(@Sendable (String) -> Void)?>(nil)
+
     /// Blocks until the lock is granted.
     public init(vaultPath: String, mode: Mode) throws {
         let path = FileSystem.join(vaultPath, VaultLock.fileName)
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         if fd < 0 { throw IOError("opening the vault lock", path: path, errno: errno) }
-        while flock(fd, mode == .shared ? LOCK_SH : LOCK_EX) != 0 {
+        let operation = mode == .shared ? LOCK_SH : LOCK_EX
+        if flock(fd, operation | LOCK_NB) == 0 {
+            self.fd = fd
+            return
+        }
+        if errno == EWOULDBLOCK, let notice = Self.waiting.withLock({ $0 }) { notice(vaultPath) }
+        while flock(fd, operation) != 0 {
             if errno == EINTR { continue }
             let code = errno
             Glibc.close(fd)

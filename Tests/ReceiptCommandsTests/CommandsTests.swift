@@ -248,4 +248,35 @@ final class CommandsTests: CLITestCase {
         let e = try ReceiptBinary.run(["export", "--help"])
         XCTAssertTrue(e.stdout.contains("--zip") && e.stdout.contains("manifest.csv"), e.stdout)
     }
+
+    /// A command that must wait for the vault lock (here gc, behind what stands for an import) says
+    /// so on stderr instead of hanging silently, and runs once the lock is free.
+    func testACommandWaitingForTheVaultLockSaysSoThenRuns() throws {
+        let held = open(vault + "/lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        XCTAssertGreaterThanOrEqual(held, 0)
+        defer { close(held) }
+        XCTAssertEqual(flock(held, LOCK_SH), 0)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ReceiptBinary.path)
+        process.arguments = ["--vault", vault, "gc"]
+        let stderr = Pipe()
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let firstWrite = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var notice = Data()
+        Thread {
+            notice = stderr.fileHandleForReading.availableData
+            firstWrite.signal()
+        }.start()
+        let said = firstWrite.wait(timeout: .now() + 30) == .success
+        XCTAssertTrue(process.isRunning, "gc ran while the lock was held")
+        flock(held, LOCK_UN)
+        process.waitUntilExit()
+        if !said { firstWrite.wait() }
+        XCTAssertTrue(said, "nothing on stderr while waiting")
+        XCTAssertEqual(String(decoding: notice, as: UTF8.self),
+                       "receipt: another receipt command is using the vault \(vault); waiting for it to finish\n")
+        XCTAssertEqual(process.terminationStatus, 0)
+    }
 }
