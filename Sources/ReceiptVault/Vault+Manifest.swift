@@ -588,213 +588,211 @@ extension Vault {
         // Blobs whose first row's file could not be read: the next row with that content tries its own.
         var retry = Set<Digest>()
         var tagJSON: [[String]: String] = [:]
-        do {
-            var start = plan.files.startIndex
-            var first = true
-            /// Where the batch that starts at `start` ends, and its new content: one row per blob not in the
-            /// vault yet, the first row naming it (by offset in the batch) keeps the blob's "deduplicated"
-            /// answer, later rows reuse it; `order` lists those first rows in address order. Read from the
-            /// plan's fields, without decoding its rows.
-            func planBatch(from start: Int) -> (end: Int, firstRow: [Digest: Int], order: [Int]) {
-                var end = start
-                var budget = BatchBudget()
-                var firstRow: [Digest: Int] = [:]
-                while end < plan.files.endIndex && !budget.isFull {
-                    // A file whose content the vault holds already costs a row, no bytes.
-                    let known = plan.files.known(end), size = plan.files.size(end), id = plan.files.id(end)
-                    budget.add(size: known ? 0 : size, inline: known || size < settings.inlineThreshold)
-                    if !known && (plan.files.firstNew(end) || retry.contains(id)) && firstRow[id] == nil {
-                        firstRow[id] = end - start
-                    }
-                    end += 1
+        var start = plan.files.startIndex
+        var first = true
+        /// Where the batch that starts at `start` ends, and its new content: one row per blob not in the
+        /// vault yet, the first row naming it (by offset in the batch) keeps the blob's "deduplicated"
+        /// answer, later rows reuse it; `order` lists those first rows in address order. Read from the
+        /// plan's fields, without decoding its rows.
+        func planBatch(from start: Int) -> (end: Int, firstRow: [Digest: Int], order: [Int]) {
+            var end = start
+            var budget = BatchBudget()
+            var firstRow: [Digest: Int] = [:]
+            while end < plan.files.endIndex && !budget.isFull {
+                // A file whose content the vault holds already costs a row, no bytes.
+                let known = plan.files.known(end), size = plan.files.size(end), id = plan.files.id(end)
+                budget.add(size: known ? 0 : size, inline: known || size < settings.inlineThreshold)
+                if !known && (plan.files.firstNew(end) || retry.contains(id)) && firstRow[id] == nil {
+                    firstRow[id] = end - start
                 }
-                return (end, firstRow, firstRow.sorted { $0.key < $1.key }.map(\.value))
+                end += 1
             }
-            typealias Reading = (slice: ArraySlice<Int>, read: Parallel.Background<[(Digest, Result<PreparedBlob, Error>)]>)
-            /// Reads (on every core, in the background) the small files of the slice of `order` from `start`;
-            /// `file` gives a row of the batch by offset.
-            func startReading(_ order: [Int], from start: Int, _ file: (Int) -> ManifestFile) -> Reading? {
-                guard start < order.endIndex else { return nil }
-                let slice = order[start..<min(start + Self.manifestReadSlice, order.endIndex)]
-                let small = slice.map(file).filter { $0.size < settings.inlineThreshold }
-                return (slice, Parallel.Background {
-                    Array(zip(small.map(\.id), Parallel.map(small) { try self.readManifestFile($0) }))
-                })
+            return (end, firstRow, firstRow.sorted { $0.key < $1.key }.map(\.value))
+        }
+        typealias Reading = (slice: ArraySlice<Int>, read: Parallel.Background<[(Digest, Result<PreparedBlob, Error>)]>)
+        /// Reads (on every core, in the background) the small files of the slice of `order` from `start`;
+        /// `file` gives a row of the batch by offset.
+        func startReading(_ order: [Int], from start: Int, _ file: (Int) -> ManifestFile) -> Reading? {
+            guard start < order.endIndex else { return nil }
+            let slice = order[start..<min(start + Self.manifestReadSlice, order.endIndex)]
+            let small = slice.map(file).filter { $0.size < settings.inlineThreshold }
+            return (slice, Parallel.Background {
+                Array(zip(small.map(\.id), Parallel.map(small) { try self.readManifestFile($0) }))
+            })
+        }
+        /// The next batch, planned (and its first slice of small files being read) while the rows of the
+        /// one before were written and committed.
+        var next: (start: Int, planned: (end: Int, firstRow: [Digest: Int], order: [Int]), reading: Reading?)?
+        while start < plan.files.endIndex || first {
+            let planned: (end: Int, firstRow: [Digest: Int], order: [Int])
+            var firstReading: Reading?
+            if let ahead = next, ahead.start == start {
+                (planned, firstReading) = (ahead.planned, ahead.reading)
+            } else {
+                planned = planBatch(from: start)
             }
-            /// The next batch, planned (and its first slice of small files being read) while the rows of the
-            /// one before were written and committed.
-            var next: (start: Int, planned: (end: Int, firstRow: [Digest: Int], order: [Int]), reading: Reading?)?
-            while start < plan.files.endIndex || first {
-                let planned: (end: Int, firstRow: [Digest: Int], order: [Int])
-                var firstReading: Reading?
-                if let ahead = next, ahead.start == start {
-                    (planned, firstReading) = (ahead.planned, ahead.reading)
-                } else {
-                    planned = planBatch(from: start)
+            next = nil
+            let (end, firstRow, order) = planned
+            let batch = Array(plan.files[start..<end])  // decoded once; offsets below are into it
+            // Large files are staged (on disk) and installed before the transaction; small ones are
+            // read slice by slice inside it, so the batch's bytes are never all in memory. A file that
+            // changed since it was checked is reported and skipped.
+            var staged: [Digest: PreparedBlob] = [:]
+            var unreadable: [Digest: String] = [:]
+            defer { for p in staged.values { if let s = p.staged { blobs.discard(s) } } }
+            let large = firstRow.values.sorted().map { batch[$0] }.filter { $0.size >= settings.inlineThreshold }
+            for (f, outcome) in zip(large, Parallel.map(large) { try self.readManifestFile($0) }) {
+                switch outcome {
+                case .success(let blob): staged[f.id] = blob
+                case .failure(let error): unreadable[f.id] = Self.message(error)
                 }
-                next = nil
-                let (end, firstRow, order) = planned
-                let batch = Array(plan.files[start..<end])  // decoded once; offsets below are into it
-                // Large files are staged (on disk) and installed before the transaction; small ones are
-                // read slice by slice inside it, so the batch's bytes are never all in memory. A file that
-                // changed since it was checked is reported and skipped.
-                var staged: [Digest: PreparedBlob] = [:]
-                var unreadable: [Digest: String] = [:]
-                defer { for p in staged.values { if let s = p.staged { blobs.discard(s) } } }
-                let large = firstRow.values.sorted().map { batch[$0] }.filter { $0.size >= settings.inlineThreshold }
-                for (f, outcome) in zip(large, Parallel.map(large) { try self.readManifestFile($0) }) {
-                    switch outcome {
-                    case .success(let blob): staged[f.id] = blob
-                    case .failure(let error): unreadable[f.id] = Self.message(error)
+            }
+            let installed = try installStaged(Array(staged.values))
+            let now = nowMillis()
+            let isFirst = first
+            let results: [RowOutcome?] = try catalog.write { db in
+                let sql = ManifestSQL(db: db, now: now)
+                if isFirst {
+                    // A page cache that holds the pages of the randomly keyed indexes (ids, hashes) a batch
+                    // touches, so each is written once per transaction, not spilled and written again:
+                    // see "Manifest import" in docs/DESIGN.md.
+                    try db.execute(sql: "PRAGMA cache_size = -\(Self.manifestCacheKiB)")
+                    for name in plan.newZones where try !Zone.exists(db, key: name) {
+                        try Zone(name: name, createdAt: now).insert(db)
+                    }
+                    for index in plan.receipts.indices where !hasFile[index] {
+                        try writeManifestReceipt(sql, plan.receipts[index], id: plan.receipts.id(index), tagJSON: &tagJSON)
+                        started[index] = true
                     }
                 }
-                let installed = try installStaged(Array(staged.values))
-                let now = nowMillis()
-                let isFirst = first
-                let results: [RowOutcome?] = try catalog.write { db in
-                    let sql = ManifestSQL(db: db, now: now)
-                    if isFirst {
-                        // A page cache that holds the pages of the randomly keyed indexes (ids, hashes) a batch
-                        // touches, so each is written once per transaction, not spilled and written again:
-                        // see "Manifest import" in docs/DESIGN.md.
-                        try db.execute(sql: "PRAGMA cache_size = -\(Self.manifestCacheKiB)")
-                        for name in plan.newZones where try !Zone.exists(db, key: name) {
-                            try Zone(name: name, createdAt: now).insert(db)
-                        }
-                        for index in plan.receipts.indices where !hasFile[index] {
-                            try writeManifestReceipt(sql, plan.receipts[index], id: plan.receipts.id(index), tagJSON: &tagJSON)
-                            started[index] = true
+                // 1. The new blobs, in address order: the blobs' index is keyed by address, so each of
+                // its pages is visited once; the blob rows themselves are appended either way.
+                var dedupedNew: [Digest: Bool] = [:]  // blob → the vault had it already
+                // The next slice is read while this one is inserted.
+                var reading = firstReading ?? startReading(order, from: order.startIndex) { batch[$0] }
+                while let (slice, pending) = reading {
+                    let outcomes = pending.wait()
+                    reading = startReading(order, from: slice.endIndex) { batch[$0] }
+                    var read: [Digest: PreparedBlob] = [:]
+                    for (id, outcome) in outcomes {
+                        switch outcome {
+                        case .success(let blob): read[id] = blob
+                        case .failure(let error): unreadable[id] = Self.message(error)
                         }
                     }
-                    // 1. The new blobs, in address order: the blobs' index is keyed by address, so each of
-                    // its pages is visited once; the blob rows themselves are appended either way.
-                    var dedupedNew: [Digest: Bool] = [:]  // blob → the vault had it already
-                    // The next slice is read while this one is inserted.
-                    var reading = firstReading ?? startReading(order, from: order.startIndex) { batch[$0] }
-                    while let (slice, pending) = reading {
-                        let outcomes = pending.wait()
-                        reading = startReading(order, from: slice.endIndex) { batch[$0] }
-                        var read: [Digest: PreparedBlob] = [:]
-                        for (id, outcome) in outcomes {
-                            switch outcome {
-                            case .success(let blob): read[id] = blob
-                            case .failure(let error): unreadable[id] = Self.message(error)
-                            }
-                        }
-                        for offset in slice {
-                            let id = batch[offset].id
-                            guard let blob = read[id] ?? staged[id] else { continue }
-                            dedupedNew[id] = try sql.insertBlob(blob, installed: installed[blob.id])
-                        }
+                    for offset in slice {
+                        let id = batch[offset].id
+                        guard let blob = read[id] ?? staged[id] else { continue }
+                        dedupedNew[id] = try sql.insertBlob(blob, installed: installed[blob.id])
                     }
-                    for id in firstRow.keys {
-                        if unreadable[id] != nil { retry.insert(id) } else { retry.remove(id) }
-                    }
-                    // `retry` is settled: the next batch's first files are read while these rows are written.
-                    if end < plan.files.endIndex {
-                        let ahead = planBatch(from: end)
-                        next = (end, ahead, startReading(ahead.order, from: ahead.order.startIndex) { plan.files[end + $0] })
-                    }
-                    // 2. The rows. Which rows are first with a blob was settled above by manifest position;
-                    // what else one row's outcome may take from another's is `receiptHolding`, asked by rows
-                    // of receipts without an id, which finds attachments of that row's own blob. So unless
-                    // such a row shares its blob with another row of the batch, the rows are written in
-                    // receipt-id order (the rows of one receipt keep theirs): the indexes keyed by receipt id
-                    // (receipts, attachments, outbox) then have each page visited once per batch. Otherwise
-                    // in manifest order. The report keeps manifest order either way.
-                    var rowOrder = Array(batch.indices)
-                    var blobRows: [Digest: Int] = [:]
-                    // Only rows without id ask `receiptHolding`: a batch of rows with ids need not count.
-                    if batch.contains(where: { !plan.receipts.given($0.receipt) }) {
-                        for f in batch { blobRows[f.id, default: 0] += 1 }
-                    }
-                    if !batch.contains(where: { !plan.receipts.given($0.receipt) && blobRows[$0.id, default: 0] > 1 }) {
-                        // By the id's bytes: the order of its lowercase hex text.
-                        let ids = rowOrder.map { plan.receipts.key(batch[$0].receipt) }
-                        var positions = Array(rowOrder.indices)
-                        positions.sort { ids[$0] != ids[$1] ? ids[$0] < ids[$1] : $0 < $1 }
-                        rowOrder = positions.map { rowOrder[$0] }
-                    }
-                    // What became of each row, by offset: turned into the report once the batch commits.
-                    var out = [RowOutcome?](repeating: nil, count: batch.count)
-                    var recorded = Set<Int>()  // receipts whose outbox entry this batch wrote
-                    var touched = Set<Int>()   // receipts that gained an attachment
-                    for offset in rowOrder {
-                        let f = batch[offset]
-                        // Held by some receipt already: in the vault before, or written by an earlier row.
-                        let held: Bool
-                        var deduplicated = true
-                        if let first = firstRow[f.id] {
-                            if let error = unreadable[f.id] {
-                                out[offset] = .failed(error)
-                                continue
-                            }
-                            held = offset != first
-                            if !held { deduplicated = dedupedNew[f.id] ?? true }
-                        } else {
-                            held = true
-                        }
-                        // The receipt is decoded (metadata and all) only where its row is written.
-                        if !plan.receipts.given(f.receipt), !started[f.receipt], held,
-                           let existing = try receiptHolding(db, f.id.blobID, named: f.name, in: plan.receipts.zone(f.receipt)) {
-                            // Without an id, a file already filed under this name in the zone is not added again.
-                            out[offset] = .imported(heldBy: existing, deduplicated: true, existing: true)
+                }
+                for id in firstRow.keys {
+                    if unreadable[id] != nil { retry.insert(id) } else { retry.remove(id) }
+                }
+                // `retry` is settled: the next batch's first files are read while these rows are written.
+                if end < plan.files.endIndex {
+                    let ahead = planBatch(from: end)
+                    next = (end, ahead, startReading(ahead.order, from: ahead.order.startIndex) { plan.files[end + $0] })
+                }
+                // 2. The rows. Which rows are first with a blob was settled above by manifest position;
+                // what else one row's outcome may take from another's is `receiptHolding`, asked by rows
+                // of receipts without an id, which finds attachments of that row's own blob. So unless
+                // such a row shares its blob with another row of the batch, the rows are written in
+                // receipt-id order (the rows of one receipt keep theirs): the indexes keyed by receipt id
+                // (receipts, attachments, outbox) then have each page visited once per batch. Otherwise
+                // in manifest order. The report keeps manifest order either way.
+                var rowOrder = Array(batch.indices)
+                var blobRows: [Digest: Int] = [:]
+                // Only rows without id ask `receiptHolding`: a batch of rows with ids need not count.
+                if batch.contains(where: { !plan.receipts.given($0.receipt) }) {
+                    for f in batch { blobRows[f.id, default: 0] += 1 }
+                }
+                if !batch.contains(where: { !plan.receipts.given($0.receipt) && blobRows[$0.id, default: 0] > 1 }) {
+                    // By the id's bytes: the order of its lowercase hex text.
+                    let ids = rowOrder.map { plan.receipts.key(batch[$0].receipt) }
+                    var positions = Array(rowOrder.indices)
+                    positions.sort { ids[$0] != ids[$1] ? ids[$0] < ids[$1] : $0 < $1 }
+                    rowOrder = positions.map { rowOrder[$0] }
+                }
+                // What became of each row, by offset: turned into the report once the batch commits.
+                var out = [RowOutcome?](repeating: nil, count: batch.count)
+                var recorded = Set<Int>()  // receipts whose outbox entry this batch wrote
+                var touched = Set<Int>()   // receipts that gained an attachment
+                for offset in rowOrder {
+                    let f = batch[offset]
+                    // Held by some receipt already: in the vault before, or written by an earlier row.
+                    let held: Bool
+                    var deduplicated = true
+                    if let first = firstRow[f.id] {
+                        if let error = unreadable[f.id] {
+                            out[offset] = .failed(error)
                             continue
                         }
-                        let receiptID = plan.receipts.id(f.receipt)
-                        if !started[f.receipt] {
-                            if try writeManifestReceipt(sql, plan.receipts[f.receipt], id: receiptID, tagJSON: &tagJSON) {
-                                recorded.insert(f.receipt)
-                            }
-                            started[f.receipt] = true
-                        }
-                        var position: Int
-                        if nextPosition[f.receipt] >= 0 {
-                            position = nextPosition[f.receipt]
-                        } else if plan.receipts.exists(f.receipt) {
-                            position = (try Int.fetchOne(db.cachedStatement(sql: "SELECT max(position) FROM attachments WHERE receiptID = ?"),
-                                                         arguments: [receiptID]) ?? -1) + 1
-                        } else {
-                            position = 0
-                        }
-                        let inserted = try sql.insertAttachment(receiptID, f, position: position)
-                        if inserted {
-                            position += 1
-                            touched.insert(f.receipt)
-                        }
-                        nextPosition[f.receipt] = position
-                        // The stat cache pays for files whose hashing costs more than a lookup.
-                        if !f.cached, f.size >= Self.statCacheMinimum, let status = f.status { try sql.remember(f, status) }
-                        out[offset] = .imported(heldBy: nil, deduplicated: deduplicated, existing: !inserted)
+                        held = offset != first
+                        if !held { deduplicated = dedupedNew[f.id] ?? true }
+                    } else {
+                        held = true
                     }
-                    for index in touched.subtracting(recorded).sorted() {
-                        let id = plan.receipts.id(index)
-                        try db.execute(sql: "UPDATE receipts SET modifiedAt = ? WHERE id = ?", arguments: [now, id])
-                        try sql.recordChange(id, zone: plan.receipts.zone(index))
+                    // The receipt is decoded (metadata and all) only where its row is written.
+                    if !plan.receipts.given(f.receipt), !started[f.receipt], held,
+                       let existing = try receiptHolding(db, f.id.blobID, named: f.name, in: plan.receipts.zone(f.receipt)) {
+                        // Without an id, a file already filed under this name in the zone is not added again.
+                        out[offset] = .imported(heldBy: existing, deduplicated: true, existing: true)
+                        continue
                     }
-                    return out
+                    let receiptID = plan.receipts.id(f.receipt)
+                    if !started[f.receipt] {
+                        if try writeManifestReceipt(sql, plan.receipts[f.receipt], id: receiptID, tagJSON: &tagJSON) {
+                            recorded.insert(f.receipt)
+                        }
+                        started[f.receipt] = true
+                    }
+                    var position: Int
+                    if nextPosition[f.receipt] >= 0 {
+                        position = nextPosition[f.receipt]
+                    } else if plan.receipts.exists(f.receipt) {
+                        position = (try Int.fetchOne(db.cachedStatement(sql: "SELECT max(position) FROM attachments WHERE receiptID = ?"),
+                                                     arguments: [receiptID]) ?? -1) + 1
+                    } else {
+                        position = 0
+                    }
+                    let inserted = try sql.insertAttachment(receiptID, f, position: position)
+                    if inserted {
+                        position += 1
+                        touched.insert(f.receipt)
+                    }
+                    nextPosition[f.receipt] = position
+                    // The stat cache pays for files whose hashing costs more than a lookup.
+                    if !f.cached, f.size >= Self.statCacheMinimum, let status = f.status { try sql.remember(f, status) }
+                    out[offset] = .imported(heldBy: nil, deduplicated: deduplicated, existing: !inserted)
                 }
-                for (f, outcome) in zip(batch, results) {
-                    switch outcome {
-                    case nil: continue
-                    case .failed(let error): report.failed.append(FailedFile(path: f.given, error: error))
-                    case .imported(let heldBy, let deduplicated, let existing):
-                        if !existing {
-                            report.added += 1
-                            if !added[f.receipt] { added[f.receipt] = true; report.receiptsAdded += 1 }
-                        } else {
-                            report.existing += 1
-                        }
-                        try each(ImportedFile(id: heldBy ?? plan.receipts.id(f.receipt), path: f.given, sha256: f.id.hex,
-                                              size: f.size, deduplicated: deduplicated, existing: existing))
-                    }
+                for index in touched.subtracting(recorded).sorted() {
+                    let id = plan.receipts.id(index)
+                    try db.execute(sql: "UPDATE receipts SET modifiedAt = ? WHERE id = ?", arguments: [now, id])
+                    try sql.recordChange(id, zone: plan.receipts.zone(index))
                 }
-                tally.rowsDone = end
-                tally.bytesDone += batch.reduce(0) { $0 + $1.size }
-                progress?(tally)
-                start = end
-                first = false
+                return out
             }
+            for (f, outcome) in zip(batch, results) {
+                switch outcome {
+                case nil: continue
+                case .failed(let error): report.failed.append(FailedFile(path: f.given, error: error))
+                case .imported(let heldBy, let deduplicated, let existing):
+                    if !existing {
+                        report.added += 1
+                        if !added[f.receipt] { added[f.receipt] = true; report.receiptsAdded += 1 }
+                    } else {
+                        report.existing += 1
+                    }
+                    try each(ImportedFile(id: heldBy ?? plan.receipts.id(f.receipt), path: f.given, sha256: f.id.hex,
+                                          size: f.size, deduplicated: deduplicated, existing: existing))
+                }
+            }
+            tally.rowsDone = end
+            tally.bytesDone += batch.reduce(0) { $0 + $1.size }
+            progress?(tally)
+            start = end
+            first = false
         }
         return report
     }
