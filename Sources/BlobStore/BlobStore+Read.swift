@@ -42,11 +42,17 @@ extension BlobStore {
     /// they do not hash to `id`. Never hard-linked, so editing the copy cannot touch the store.
     /// With `verify`, a clone is re-read and hashed too.
     public func copy(_ id: BlobID, encoding: BlobEncoding, to destination: String, verify: Bool = true) throws {
-        let source = try openInstalled(id)
-        defer { source.close() }
         let out = try FileDescriptor.open(destination, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        defer { out.close() }
+        try copy(id, encoding: encoding, into: out, verify: verify)
+    }
+
+    /// `copy(_:encoding:to:)` into a new file created (empty) by the caller; removed on failure.
+    public func copy(_ id: BlobID, encoding: BlobEncoding, into out: FileDescriptor, verify: Bool = true) throws {
+        let destination = out.path
         do {
-            defer { out.close() }
+            let source = try openInstalled(id)
+            defer { source.close() }
             if encoding == .identity && cfileops_ficlone(out.raw, source.raw) == 0 {
                 if verify {
                     let (actual, _) = try SHA256Hasher.hash(fileAt: destination)

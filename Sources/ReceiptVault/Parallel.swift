@@ -69,6 +69,44 @@ extension Parallel {
     }
 }
 
+extension Parallel {
+    /// Values made one at a time, in index order, on a thread of its own, at most `limit` ahead of
+    /// those taken. Each index must be taken exactly once; takers may come in any order and from any
+    /// thread (as `map`'s workers take theirs: in rising order, a few at once).
+    public final class Ahead<T: Sendable>: @unchecked Sendable {
+        private let condition = NSCondition()
+        private var made: [Int: T] = [:]
+
+        public init(count: Int, limit: Int, _ make: @escaping @Sendable (Int) -> T) {
+            Thread { [self] in
+                for index in 0..<count {
+                    condition.lock()
+                    while made.count >= limit { condition.wait() }
+                    condition.unlock()
+                    let value = make(index)
+                    condition.lock()
+                    made[index] = value
+                    condition.broadcast()
+                    condition.unlock()
+                }
+            }.start()
+        }
+
+        /// The value for `index`, once made.
+        public func take(_ index: Int) -> T {
+            condition.lock()
+            defer { condition.unlock() }
+            while true {
+                if let value = made.removeValue(forKey: index) {
+                    condition.broadcast()
+                    return value
+                }
+                condition.wait()
+            }
+        }
+    }
+}
+
 private final class WorkState<R>: @unchecked Sendable {
     private let condition = NSCondition()
     private var nextIndex = 0

@@ -88,19 +88,27 @@ extension Vault {
 
     /// Copies a blob's original bytes to a new file, verified (see `BlobStore.copy`).
     public func copyBlob(_ record: BlobRecord, to destination: String) throws {
-        guard let id = BlobID(hex: record.sha256) else { throw VaultError(.io, "the catalog holds an invalid address \(record.sha256)") }
+        let out = try FileDescriptor.open(destination, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        defer { out.close() }
+        try copyBlob(record, into: out)
+    }
+
+    /// `copyBlob(_:to:)` into a new file created (empty) by the caller; removed on failure.
+    public func copyBlob(_ record: BlobRecord, into out: FileDescriptor) throws {
+        guard let id = BlobID(hex: record.sha256) else {
+            try? FileSystem.remove(out.path)
+            throw VaultError(.io, "the catalog holds an invalid address \(record.sha256)")
+        }
         if record.inline != nil {
-            let out = try FileDescriptor.open(destination, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
-            defer { out.close() }
             do {
                 try readBlob(record) { try out.write($0) }
             } catch {
-                try? FileSystem.remove(destination)
+                try? FileSystem.remove(out.path)
                 throw error
             }
             return
         }
-        try blobs.copy(id, encoding: BlobEncoding(rawValue: record.encoding) ?? .identity, to: destination)
+        try blobs.copy(id, encoding: BlobEncoding(rawValue: record.encoding) ?? .identity, into: out)
     }
 
     public func stats() throws -> VaultStats {

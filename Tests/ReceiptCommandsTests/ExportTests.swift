@@ -170,5 +170,40 @@ final class ExportTests: CLITestCase {
         let gone = try receipt("export", folder.file("gone"))
         XCTAssertEqual(gone.status, 1)
         XCTAssertTrue(gone.stderr.contains("blob \(sha) is missing"), gone.stderr)
+        // Export creates each file before its copy starts: the missing blob's file is removed again.
+        XCTAssertEqual(files(folder.file("gone")), files(folder.file("broken")))
+    }
+
+    /// More files than export creates ahead of its copies (64), most in one folder (undated), the rest
+    /// across months: every file arrives whole, under its name, and nothing else is there.
+    func testManyFilesInOneFolderAndAcrossFoldersAllArriveWhole() throws {
+        var expected: [String: String] = [:]  // sha256 → content marker
+        for i in 0..<150 {
+            let bytes = Array("undated receipt \(i)\n".utf8) + TestData.random(i * 97 % 3000, seed: UInt64(i))
+            let path = try folder.write("in/bulk/r\(i).txt", bytes)
+            expected[TestData.sha256(bytes)] = path
+        }
+        XCTAssertEqual(try receipt("import", folder.file("in/bulk")).status, 0)
+        for month in 1...3 {
+            for i in 0..<10 {
+                let bytes = TestData.random(200_000 + i, seed: UInt64(1000 * month + i))  // external blobs
+                let id = try importFile("m\(month)-\(i).bin", bytes, "--date", "2025-0\(month)-1\(i)")
+                XCTAssertFalse(id.isEmpty)
+                expected[TestData.sha256(bytes)] = "m\(month)-\(i)"
+            }
+        }
+        let dest = folder.file("many")
+        let r = try receipt("export", dest)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let exported = files(dest).filter { $0 != "manifest.csv" && $0 != "receipts.json" }
+        XCTAssertEqual(exported.count, 180)
+        XCTAssertEqual(Set(exported.map { $0.split(separator: "/").first.map(String.init) ?? "" }),
+                       ["undated", "2025"])
+        var seen: Set<String> = []
+        for name in exported {
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dest + "/" + name)))
+            seen.insert(TestData.sha256(bytes))
+        }
+        XCTAssertEqual(seen, Set(expected.keys), "every exported file is one imported, byte for byte")
     }
 }
