@@ -30,9 +30,11 @@ public struct BlobID: Hashable, Comparable, Sendable, CustomStringConvertible, C
 
     /// The address's 32 bytes (as the wire's bundle headers carry it).
     public var digest: [UInt8] {
-        func value(_ c: UInt8) -> UInt8 { c <= 57 ? c - 48 : (c | 0x20) - 87 }
-        let digits = Array(hex.utf8)
-        return (0..<32).map { value(digits[2 * $0]) << 4 | value(digits[2 * $0 + 1]) }
+        var bytes = [UInt8](repeating: 0, count: 32)
+        for (i, c) in hex.utf8.enumerated() {
+            bytes[i >> 1] |= (Self.hexValue(c) ?? 0) << (i & 1 == 0 ? 4 : 0)
+        }
+        return bytes
     }
 
     public var description: String { hex }
@@ -55,7 +57,15 @@ public struct BlobID: Hashable, Comparable, Sendable, CustomStringConvertible, C
         try c.encode(hex)
     }
 
-    static func isHexDigit(_ c: UInt8) -> Bool {
-        (c >= 48 && c <= 57) || (c >= 97 && c <= 102) || (c >= 65 && c <= 70)
+    static func isHexDigit(_ c: UInt8) -> Bool { hexValue(c) != nil }
+
+    /// The value of one hexadecimal digit, either case; nil for any other byte.
+    public static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 48...57: c - 48
+        case 97...102: c - 87
+        case 65...70: c - 55
+        default: nil
+        }
     }
 }

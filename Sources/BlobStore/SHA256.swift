@@ -34,6 +34,10 @@ public final class SHA256Hasher {
     }
 
     public static func hash(_ bytes: [UInt8]) -> BlobID {
+        bytes.withUnsafeBytes { hash($0) }
+    }
+
+    public static func hash(_ bytes: UnsafeRawBufferPointer) -> BlobID {
         let h = SHA256Hasher()
         h.update(bytes)
         return h.finalize()

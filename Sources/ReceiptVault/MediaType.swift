@@ -39,11 +39,18 @@ public enum MediaType {
     /// Valid UTF-8 with no NUL in the sample (a multi-byte sequence cut at the end is allowed).
     static func isText(_ b: UnsafeRawBufferPointer) -> Bool {
         if b.contains(0) { return false }
-        var bytes = Array(b)
-        for _ in 0..<3 where String(validating: bytes, as: UTF8.self) == nil && !bytes.isEmpty {
-            bytes.removeLast()
+        // Read in place (no copy, no String): text when the bytes are valid up to their last three,
+        // where a sequence cut by the sample's end may stand.
+        var parser = Unicode.UTF8.ForwardParser()
+        var bytes = b.makeIterator()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &bytes) {
+            case .valid(let scalar): offset += scalar.count
+            case .emptyInput: return true
+            case .error: return offset >= b.count - 3
+            }
         }
-        return String(validating: bytes, as: UTF8.self) != nil
     }
 
     static func fileExtension(_ filename: String) -> String {

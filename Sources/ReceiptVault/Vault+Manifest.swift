@@ -127,6 +127,31 @@ struct ManifestReceipt {
         }
         return String(decoding: text, as: UTF8.self)
     }
+    /// A receipt id in its canonical form (8-4-4-4-12 hexadecimal digits, either case), as Foundation's
+    /// `UUID(uuidString:)` reads it, without its `sscanf` (once a row of a large manifest).
+    static func uuid(_ text: String) -> UUID? {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        var count = 0
+        var high: UInt8?
+        for (i, unit) in text.utf8.enumerated() {
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                guard unit == UInt8(ascii: "-") else { return nil }
+                continue
+            }
+            guard count < 16, let digit = BlobID.hexValue(unit) else { return nil }
+            if let h = high {
+                bytes[count] = h << 4 | digit
+                count += 1
+                high = nil
+            } else {
+                high = digit
+            }
+        }
+        guard count == 16, high == nil else { return nil }
+        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+    }
+
     /// The id was given in the manifest (so a receipt with that id may already exist and is updated).
     let given: Bool
     let firstLine: Int
@@ -378,8 +403,8 @@ extension Vault {
                     var givenID: String?
                     var givenUUID: UUID?
                     if let raw = ManifestMetadata.trimmed(row[.id]), !raw.isEmpty {
-                        if raw.count == 36, let uuid = UUID(uuidString: raw) {
-                            givenID = uuid.uuidString.lowercased()
+                        if let uuid = ManifestReceipt.uuid(raw) {
+                            givenID = ManifestReceipt.text(uuid)
                             givenUUID = uuid
                         } else {
                             bad("invalid id '\(raw)': expected a receipt UUID such as 1f2e3d4c-5b6a-4789-9abc-def012345678")
@@ -432,8 +457,7 @@ extension Vault {
                             var receipt = ManifestReceipt(uuid: givenUUID ?? Self.newReceiptUUID(), given: givenID != nil,
                                                           firstLine: row.line, zone: zone ?? Zone.personal,
                                                           zoneExplicit: zone != nil, metadata: metadata, exists: false)
-                            if let givenID, let storedZone = try String.fetchOne(
-                                db.cachedStatement(sql: "SELECT zone FROM receipts WHERE id = ?"), arguments: [givenID]) {
+                            if let givenID, let storedZone = try ManifestSQL.text(db, "SELECT zone FROM receipts WHERE id = ?", givenID) {
                                 receipt.exists = true
                                 if receipt.zoneExplicit && storedZone != receipt.zone {
                                     bad("receipt \(givenID) is in zone '\(storedZone)' of this vault, not in '\(receipt.zone)'")
@@ -554,7 +578,7 @@ extension Vault {
         let mediaType = MediaType.of(head: UnsafeRawBufferPointer(rebasing: buffer[..<min(first, 4096)]), filename: job.name)
         // A large file is hashed only if the stat cache does not name its content (see `flush`).
         if first == buffer.count { return HashedFile(path: path, status: status, id: nil, mediaType: mediaType, cached: false) }
-        let id = SHA256Hasher.hash([UInt8](UnsafeRawBufferPointer(rebasing: buffer[..<first])))
+        let id = SHA256Hasher.hash(UnsafeRawBufferPointer(rebasing: buffer[..<first]))
         return HashedFile(path: path, status: status, id: id, mediaType: mediaType, cached: false)
     }
 
@@ -993,6 +1017,24 @@ struct ManifestSQL {
                                      status.size, status.mtimeNanoseconds, f.id.hex])
     }
 
+    /// The first column of the first row of a query taking one text argument, as text (nil: no row, or
+    /// NULL). Through SQLite's C API like the inserts: a pass-1 lookup once a row.
+    static func text(_ db: Database, _ sql: String, _ argument: String) throws -> String? {
+        let handle = try db.cachedStatement(sql: sql).sqliteStatement
+        sqlite3_reset(handle)
+        defer { sqlite3_reset(handle) }
+        var code = sqlite3_bind_text(handle, 1, argument, -1, Binder.transient)
+        if code == SQLITE_OK { code = sqlite3_step(handle) }
+        switch code {
+        case SQLITE_ROW:
+            return sqlite3_column_text(handle, 0).map { String(cString: $0) }
+        case SQLITE_DONE:
+            return nil
+        default:
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
+        }
+    }
+
     /// Binds the values in order (each copied by SQLite) and runs the statement once; returns the rows
     /// it changed.
     private func run(_ slot: Int, _ sql: String, _ bind: (inout Binder) -> Void) throws -> Int {
@@ -1052,6 +1094,6 @@ struct ManifestSQL {
             if code != SQLITE_OK && failure == SQLITE_OK { failure = code }
         }
 
-        private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+        static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
     }
 }

@@ -1,0 +1,90 @@
+import Foundation
+import XCTest
+@testable import ReceiptVault
+
+/// The small pieces the import and export paths are built from, on their edges.
+final class HelperTests: XCTestCase {
+    /// Every value is made once and reaches the one taker of its index, with at most `limit` made and
+    /// not yet taken, whichever threads take them and in whatever order they come.
+    func testAheadHandsEachValueToItsTakerOnceAndStaysWithinItsLimit() {
+        let count = 500
+        let limit = 8
+        let counter = Counter()
+        let ahead = Parallel.Ahead(count: count, limit: limit) { index -> Int in
+            counter.made(index)
+            return index * 3
+        }
+        // Four takers claiming indexes in rising order, as `Parallel.map`'s workers do.
+        let results = Parallel.map(Array(0..<count), workers: 4) { index -> Int in
+            let value = ahead.take(index)
+            counter.taken()
+            return value
+        }
+        XCTAssertEqual(results.compactMap { try? $0.get() }, (0..<count).map { $0 * 3 })
+        XCTAssertEqual(counter.order, Array(0..<count), "made one at a time, in index order")
+        // Counted here a little late (a taker counts after `take` returned): up to four more.
+        XCTAssertLessThanOrEqual(counter.mostAhead, limit + 4)
+    }
+
+    func testInterleavedByFolderTakesEachFolderInTurnAndKeepsEveryItem() {
+        func item(_ name: String) -> ExportItem { ExportItem(receipt: name, sha256: name, size: 1, name: name) }
+        let items = ["a/1", "a/2", "a/3", "a/4", "b/1", "c/1", "c/2", "top"].map(item)
+        let out = Vault.interleavedByFolder(items).map(\.name)
+        XCTAssertEqual(out, ["a/1", "b/1", "c/1", "top", "a/2", "c/2", "a/3", "a/4"])
+        XCTAssertEqual(Vault.interleavedByFolder([]).count, 0)
+    }
+
+    /// UTF-8 text, allowing a sequence cut by the sample's end (the last three bytes), as before the
+    /// check read the bytes in place.
+    func testIsTextAcceptsUTF8AndASequenceCutAtTheEndOnly() {
+        func isText(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBytes { MediaType.isText($0) } }
+        XCTAssertTrue(isText(Array("plain text, café ✓\n".utf8)))
+        XCTAssertTrue(isText(Array("cut at the end: ".utf8) + [0xE2, 0x9C]))  // first two bytes of ✓
+        XCTAssertTrue(isText(Array("x".utf8) + [0xFF]))  // a bad last byte: within the last three
+        XCTAssertFalse(isText(Array("a bad byte ".utf8) + [0xFF] + Array(" in the middle".utf8)))
+        XCTAssertFalse(isText(Array("a NUL".utf8) + [0] + Array("inside".utf8)))
+        XCTAssertTrue(isText([]))
+    }
+
+    /// A manifest's receipt id is a UUID in its canonical form, either case, written back in lower case;
+    /// anything else is refused (Foundation's `sscanf`-based reader let a short last group through).
+    func testReceiptIdsAreCanonicalUUIDsAndPrintInLowerCase() {
+        for text in ["1F2E3D4C-5B6A-4789-9ABC-DEF012345678", "1f2e3d4c-5b6a-4789-9abc-def012345678"] {
+            XCTAssertEqual(ManifestReceipt.uuid(text), UUID(uuidString: text), text)
+            XCTAssertNotNil(ManifestReceipt.uuid(text))
+        }
+        for text in ["1f2e3d4c5b6a47899abcdef012345678", "1f2e3d4c-5b6a-4789-9abc-def01234567",
+                     "1f2e3d4c-5b6a-4789-9abc-def0123456789", "1f2e3d4c-5b6a-4789-9abc_def012345678",
+                     "1g2e3d4c-5b6a-4789-9abc-def012345678", " 1f2e3d4c-5b6a-4789-9abc-def01234567",
+                     "1f2e3d4c-5b6a-4789-9abc-def01234567é", "1f2e3d4c-5b6a-4789-9abc- ef012345678",
+                     "1f2e3d4c-5b6a-4789-9abc-+ef012345678", "", "-", "------------------------------------"] {
+            XCTAssertNil(ManifestReceipt.uuid(text), text)
+        }
+        for _ in 0..<200 {
+            let uuid = UUID()
+            XCTAssertEqual(ManifestReceipt.uuid(uuid.uuidString), uuid)
+            XCTAssertEqual(ManifestReceipt.text(uuid), uuid.uuidString.lowercased())
+        }
+    }
+}
+
+private final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private(set) var order: [Int] = []
+    private var outstanding = 0
+    private(set) var mostAhead = 0
+
+    func made(_ index: Int) {
+        lock.lock()
+        order.append(index)
+        outstanding += 1
+        mostAhead = max(mostAhead, outstanding)
+        lock.unlock()
+    }
+
+    func taken() {
+        lock.lock()
+        outstanding -= 1
+        lock.unlock()
+    }
+}
