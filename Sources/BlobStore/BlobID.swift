@@ -5,8 +5,18 @@ public struct BlobID: Hashable, Comparable, Sendable, CustomStringConvertible, C
 
     /// Accepts exactly 64 hexadecimal characters, in either case; nil otherwise.
     public init?(hex: String) {
-        guard hex.utf8.count == 64, hex.utf8.allSatisfy({ BlobID.isHexDigit($0) }) else { return nil }
-        self.hex = hex.lowercased()
+        var hex = hex
+        let lowercase = hex.withUTF8 { text -> Bool? in
+            guard text.count == 64 else { return nil }
+            var lowercase = true
+            for c in text {
+                guard Self.hexValue(c) != nil else { return nil }
+                if c >= 65 && c <= 70 { lowercase = false }
+            }
+            return lowercase
+        }
+        guard let lowercase else { return nil }
+        self.hex = lowercase ? hex : hex.lowercased()
     }
 
     public init(digest: [UInt8]) {
@@ -30,11 +40,10 @@ public struct BlobID: Hashable, Comparable, Sendable, CustomStringConvertible, C
 
     /// The address's 32 bytes (as the wire's bundle headers carry it).
     public var digest: [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: 32)
-        for (i, c) in hex.utf8.enumerated() {
-            bytes[i >> 1] |= (Self.hexValue(c) ?? 0) << (i & 1 == 0 ? 4 : 0)
+        var hex = hex
+        return hex.withUTF8 { text in
+            (0..<32).map { i in (Self.hexValue(text[2 * i]) ?? 0) << 4 | (Self.hexValue(text[2 * i + 1]) ?? 0) }
         }
-        return bytes
     }
 
     public var description: String { hex }

@@ -130,26 +130,26 @@ struct ManifestReceipt {
     /// A receipt id in its canonical form (8-4-4-4-12 hexadecimal digits, either case), as Foundation's
     /// `UUID(uuidString:)` reads it, without its `sscanf` (once a row of a large manifest).
     static func uuid(_ text: String) -> UUID? {
-        var bytes = [UInt8](repeating: 0, count: 16)
-        var count = 0
-        var high: UInt8?
-        for (i, unit) in text.utf8.enumerated() {
-            if i == 8 || i == 13 || i == 18 || i == 23 {
-                guard unit == UInt8(ascii: "-") else { return nil }
-                continue
+        var text = text
+        return text.withUTF8 { units -> UUID? in
+            guard units.count == 36 else { return nil }
+            var uuid: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                       UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            let ok = withUnsafeMutableBytes(of: &uuid) { bytes -> Bool in
+                var at = 0
+                for i in 0..<16 {
+                    if at == 8 || at == 13 || at == 18 || at == 23 {
+                        guard units[at] == UInt8(ascii: "-") else { return false }
+                        at += 1
+                    }
+                    guard let high = BlobID.hexValue(units[at]), let low = BlobID.hexValue(units[at + 1]) else { return false }
+                    bytes[i] = high << 4 | low
+                    at += 2
+                }
+                return true
             }
-            guard count < 16, let digit = BlobID.hexValue(unit) else { return nil }
-            if let h = high {
-                bytes[count] = h << 4 | digit
-                count += 1
-                high = nil
-            } else {
-                high = digit
-            }
+            return ok ? UUID(uuid: uuid) : nil
         }
-        guard count == 16, high == nil else { return nil }
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
     }
 
     /// The id was given in the manifest (so a receipt with that id may already exist and is updated).
