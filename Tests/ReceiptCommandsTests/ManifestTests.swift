@@ -52,6 +52,28 @@ final class ManifestTests: CLITestCase {
         XCTAssertEqual((bakery["id"] as? String)?.count, 36)
     }
 
+    /// Metadata is held between the passes with its lengths in 7-bit groups: values whose length takes
+    /// one, two and three of them come back whole.
+    func testLongMetadataValuesSurviveThePlanWhole() throws {
+        let merchant = String(repeating: "m", count: 127)
+        let note = String(repeating: "é", count: 64)  // 128 bytes
+        let category = String(repeating: "c", count: 4096)
+        let tags = (0..<5).map { String(repeating: Character(UnicodeScalar(UInt8(97 + $0))), count: 4000) }
+        let path = try manifest("""
+            path,id,merchant,note,category,tags
+            docs/receipt.pdf,\(idA),\(merchant),\(note),\(category),
+            scan.png,\(idB),,\(String(repeating: "n", count: 4096)),,\(tags.joined(separator: ";"))
+
+            """)
+        XCTAssertEqual(try receipt("import", "--manifest", path).status, 0)
+        let byID = Dictionary(uniqueKeysWithValues: try list().map { ($0["id"] as? String ?? "", $0) })
+        XCTAssertEqual(byID[idA]?["merchant"] as? String, merchant)
+        XCTAssertEqual(byID[idA]?["note"] as? String, note)
+        XCTAssertEqual(byID[idA]?["category"] as? String, category)
+        XCTAssertEqual(byID[idB]?["tags"] as? [String], tags)
+        XCTAssertEqual(byID[idB]?["note"] as? String, String(repeating: "n", count: 4096))
+    }
+
     func testReimportIsIdempotentAndAnExistingIdIsUpdated() throws {
         let path = try manifest("""
             path,id,merchant,total,sha256
