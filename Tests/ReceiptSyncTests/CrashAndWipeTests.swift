@@ -84,6 +84,11 @@ final class CrashAndWipeTests: XCTestCase {
         try await bob.ok(["import", extra.path, "--zone", "alice/household"])
         killed += try await killSyncs(bob, times: 4, maxDelayMs: 300, rng: &rng)
         killed += try await killSyncs(alice, times: 4, maxDelayMs: 300, rng: &rng)
+        // Every sync may have finished before its random moment came (20 draws of 5-400 ms against a
+        // short sync): then kill early ones until one is caught running.
+        for delay in UInt32(5)..<25 where killed == 0 {
+            killed += try await killSyncs(delay % 2 == 0 ? alice : bob, times: 1, maxDelayMs: delay, rng: &rng)
+        }
         for member in [alice, bob, alice, bob] { _ = try await member.sync() }
         XCTAssertGreaterThan(killed, 0, "no sync was running long enough to be killed")
 
