@@ -71,13 +71,16 @@ extension Parallel {
 
 extension Parallel {
     /// Values made one at a time, in index order, on a thread of its own, at most `limit` ahead of
-    /// those taken. Each index must be taken exactly once; takers may come in any order and from any
-    /// thread (as `map`'s workers take theirs: in rising order, a few at once).
+    /// those taken. Every index must be taken exactly once, by takers that claim indexes in rising
+    /// order and each wait for one at a time (as `map`'s workers do): a taker waiting for an index
+    /// `limit` or more past the first one not yet taken would wait for ever, and so would the maker
+    /// for an index never taken.
     public final class Ahead<T: Sendable>: @unchecked Sendable {
         private let condition = NSCondition()
         private var made: [Int: T] = [:]
 
         public init(count: Int, limit: Int, _ make: @escaping @Sendable (Int) -> T) {
+            precondition(count >= 0 && limit > 0, "Ahead needs a count of at least 0 and a limit of at least 1")
             Thread { [self] in
                 for index in 0..<count {
                     condition.lock()

@@ -163,6 +163,9 @@ extension Vault {
             } catch let error as VaultError where error.kind == .notFound {
                 try? FileSystem.remove(out.path)
                 state.done(item, failure: error.message, progress: progress)
+            } catch {
+                try? FileSystem.remove(out.path)
+                throw error
             }
         }
         for case .failure(let error) in outcomes { throw error }

@@ -199,10 +199,20 @@ final class ExportTests: CLITestCase {
         XCTAssertEqual(exported.count, 180)
         XCTAssertEqual(Set(exported.map { $0.split(separator: "/").first.map(String.init) ?? "" }),
                        ["undated", "2025"])
+        // Each name holds the bytes its manifest row names (no metadata here holds a comma or a quote).
+        let rows = try String(contentsOfFile: dest + "/manifest.csv", encoding: .utf8)
+            .split(whereSeparator: \.isNewline).map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+        let header = try XCTUnwrap(rows.first)
+        let pathColumn = try XCTUnwrap(header.firstIndex(of: "path"))
+        let shaColumn = try XCTUnwrap(header.firstIndex(of: "sha256"))
+        var named: [String: String] = [:]
+        for row in rows.dropFirst() { named[row[pathColumn]] = row[shaColumn] }
+        XCTAssertEqual(Set(named.keys), Set(exported))
         var seen: Set<String> = []
         for name in exported {
-            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dest + "/" + name)))
-            seen.insert(TestData.sha256(bytes))
+            let sha = TestData.sha256([UInt8](try Data(contentsOf: URL(fileURLWithPath: dest + "/" + name))))
+            XCTAssertEqual(sha, named[name], name)
+            seen.insert(sha)
         }
         XCTAssertEqual(seen, Set(expected.keys), "every exported file is one imported, byte for byte")
     }

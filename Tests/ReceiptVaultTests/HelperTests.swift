@@ -5,26 +5,44 @@ import XCTest
 /// The small pieces the import and export paths are built from, on their edges.
 final class HelperTests: XCTestCase {
     /// Every value is made once and reaches the one taker of its index, with at most `limit` made and
-    /// not yet taken, whichever threads take them and in whatever order they come.
-    func testAheadHandsEachValueToItsTakerOnceAndStaysWithinItsLimit() {
-        let count = 500
-        let limit = 8
-        let counter = Counter()
-        let ahead = Parallel.Ahead(count: count, limit: limit) { index -> Int in
-            counter.made(index)
-            return index * 3
+    /// not yet taken, whichever threads take them (claiming indexes in rising order, as
+    /// `Parallel.map`'s workers do).
+    func testAheadHandsEachValueToItsTakerOnceAndStaysWithinItsLimit() throws {
+        for (count, limit, takers) in [(500, 8, 4), (300, 5, 1), (40, 1, 3), (0, 4, 2), (1, 64, 4)] {
+            let counter = Counter()
+            let ahead = Parallel.Ahead(count: count, limit: limit) { index -> Int in
+                counter.made(index)
+                return index * 3
+            }
+            let values = try finished(within: 30) {
+                Parallel.map(Array(0..<count), workers: takers) { index -> Int in
+                    let value = ahead.take(index)
+                    counter.taken()
+                    return value
+                }.compactMap { try? $0.get() }
+            }
+            XCTAssertEqual(values, (0..<count).map { $0 * 3 }, "\(count) values, limit \(limit)")
+            XCTAssertEqual(counter.order, Array(0..<count), "made one at a time, in index order")
+            // Counted here a little late: a taker counts after `take` returned, the maker before it
+            // stores the value; so one more than the limit per taker can show, at most.
+            XCTAssertLessThanOrEqual(counter.mostAhead, limit + takers, "limit \(limit), \(takers) takers")
+            if takers == 1 { XCTAssertLessThanOrEqual(counter.mostAhead, limit + 1) }
         }
-        // Four takers claiming indexes in rising order, as `Parallel.map`'s workers do.
-        let results = Parallel.map(Array(0..<count), workers: 4) { index -> Int in
-            let value = ahead.take(index)
-            counter.taken()
-            return value
-        }
-        XCTAssertEqual(results.compactMap { try? $0.get() }, (0..<count).map { $0 * 3 })
-        XCTAssertEqual(counter.order, Array(0..<count), "made one at a time, in index order")
-        // Counted here a little late (a taker counts after `take` returned): up to four more.
-        XCTAssertLessThanOrEqual(counter.mostAhead, limit + 4)
     }
+
+    /// `body`'s result, failing the test (instead of hanging the run) when it has not returned in time.
+    private func finished<T: Sendable>(within seconds: Double, _ body: @escaping @Sendable () -> T) throws -> T {
+        let result = Parallel.Background(body)
+        let done = DispatchSemaphore(value: 0)
+        Thread { _ = result.wait(); done.signal() }.start()
+        guard done.wait(timeout: .now() + seconds) == .success else {
+            XCTFail("not finished after \(seconds) s: the takers or the maker are stuck")
+            throw Stuck()
+        }
+        return result.wait()
+    }
+
+    private struct Stuck: Error {}
 
     func testInterleavedByFolderTakesEachFolderInTurnAndKeepsEveryItem() {
         func item(_ name: String) -> ExportItem { ExportItem(receipt: name, sha256: name, size: 1, name: name) }
