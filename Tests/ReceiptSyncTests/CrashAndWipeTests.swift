@@ -42,12 +42,14 @@ final class CrashAndWipeTests: XCTestCase {
     }
 
     /// Starts `receipt sync` and SIGKILLs it after a random delay, `times` times.
-    func killSyncs(_ member: Member, times: Int, maxDelayMs: UInt32, rng: inout SystemRandomNumberGenerator) async throws -> Int {
+    func killSyncs(_ member: Member, times: Int, minDelayMs: UInt32 = 5, maxDelayMs: UInt32,
+                   rng: inout SystemRandomNumberGenerator) async throws -> Int {
         var killed = 0
         for _ in 0..<times {
             let output = member.folder.file("kill-" + SecureRandom.hex(4))
             let process = try CLI.start(["sync", "--vault", member.vault], output: output)
-            try await Task.sleep(nanoseconds: UInt64(UInt32.random(in: 5...maxDelayMs, using: &rng)) * 1_000_000)
+            let delay = UInt32.random(in: minDelayMs...max(minDelayMs, maxDelayMs), using: &rng)
+            try await Task.sleep(nanoseconds: UInt64(delay) * 1_000_000)
             if process.isRunning {
                 kill(process.processIdentifier, SIGKILL)
                 killed += 1
@@ -85,9 +87,16 @@ final class CrashAndWipeTests: XCTestCase {
         killed += try await killSyncs(bob, times: 4, maxDelayMs: 300, rng: &rng)
         killed += try await killSyncs(alice, times: 4, maxDelayMs: 300, rng: &rng)
         // Every sync may have finished before its random moment came (20 draws of 5-400 ms against a
-        // short sync): then kill early ones until one is caught running.
-        for delay in UInt32(5)..<25 where killed == 0 {
-            killed += try await killSyncs(delay % 2 == 0 ? alice : bob, times: 1, maxDelayMs: delay, rng: &rng)
+        // short sync): then time a whole sync here and kill the next ones inside that span, past its
+        // first quarter (the process starting).
+        if killed == 0 {
+            let started = Date()
+            _ = try await alice.sync()
+            let spanMs = Date().timeIntervalSince(started) * 1000
+            for _ in 0..<20 where killed == 0 {
+                killed += try await killSyncs(alice, times: 1, minDelayMs: UInt32(max(1, spanMs / 4)),
+                                              maxDelayMs: UInt32(max(1, spanMs * 0.9)), rng: &rng)
+            }
         }
         for member in [alice, bob, alice, bob] { _ = try await member.sync() }
         XCTAssertGreaterThan(killed, 0, "no sync was running long enough to be killed")

@@ -358,8 +358,11 @@ class Bench:
             row = self.measure("export (everything)", tool, bodies[tool], repeat=True,
                                reset=lambda: fresh(tool))
             if row and row["seconds"] is not None:
-                row["disk"] = du(current[tool])
-                row["note"] = "%d files" % sum(len(n) for _, _, n in os.walk(current[tool]))
+                try:
+                    row["disk"] = du(current[tool])
+                    row["note"] = "%d files" % sum(len(n) for _, _, n in os.walk(current[tool]))
+                except (OSError, subprocess.CalledProcessError) as e:
+                    row["note"] = "FAILED: %s" % e
 
     def step_gc(self, manifest_rows):
         removed = [r["path"][len("files/"):] for r in manifest_rows[::2]]
