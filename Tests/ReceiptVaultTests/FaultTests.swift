@@ -12,27 +12,28 @@ import Glibc
 /// read. Each must end in one clear error, leave no staging file, and leave every earlier receipt
 /// intact and fsck clean.
 final class FaultTests: XCTestCase {
-    /// A small tmpfs at `path`. Skipped (reported as such, not passed) where this process is not
-    /// root; a failure where root cannot mount one, since then the case would silently not run (CI
-    /// runs as root).
+    /// A small tmpfs at `path`, which this process must be root to mount: a test that mounts one
+    /// first calls `runAsRootOfOwnNamespace()`.
     final class Mount {
         let path: String
-        private init(path: String) { self.path = path }
+        let size: String
+        private init(path: String, size: String) {
+            self.path = path
+            self.size = size
+        }
 
         static func tmpfs(at path: String, size: String) throws -> Mount {
-            guard geteuid() == 0 else {
-                throw XCTSkip("not root, so no \(size) tmpfs can be mounted (CI runs as root)")
-            }
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
             let status = run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", path])
             guard status == 0 else {
                 throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "mounting a tmpfs at \(path) failed: mount exited \(status)"])
             }
-            return Mount(path: path)
+            return Mount(path: path, size: size)
         }
 
+        /// Type, source and size spelled out: in a user namespace mount(8) refuses the short form.
         func remount(_ options: String) -> Bool {
-            Mount.run("/bin/mount", ["-o", "remount,\(options)", path]) == 0
+            Mount.run("/bin/mount", ["-t", "tmpfs", "-o", "remount,\(options),size=\(size)", "tmpfs", path]) == 0
         }
 
         deinit { _ = Mount.run("/bin/umount", ["-l", path]) }
@@ -50,6 +51,28 @@ final class FaultTests: XCTestCase {
         }
     }
 
+    /// Where this process is not root, runs the calling test again, alone, in a user and mount
+    /// namespace of its own (`unshare --user --map-root-user --mount`), where it is root and may mount
+    /// a tmpfs, and takes that run's outcome: returns true, and the caller returns. Returns false where
+    /// this process is root (CI), and the test goes on here.
+    func runAsRootOfOwnNamespace(_ test: String = #function) throws -> Bool {
+        guard geteuid() != 0 else { return false }
+        let name = "ReceiptVaultTests.FaultTests/" + test.prefix { $0 != "(" }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        process.arguments = ["--user", "--map-root-user", "--mount", Bundle.main.executablePath ?? CommandLine.arguments[0], name]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0, "\(name) as root of a user namespace of its own:\n\(text.suffix(4000))")
+        // It ran, and alone (a filter that matched nothing would also exit 0).
+        XCTAssertTrue(text.contains("Executed 1 test, with 0 failures"), "\(name):\n\(text.suffix(4000))")
+        return true
+    }
+
     /// The vault holds exactly `receipts`, each blob reads back, nothing is staged, and fsck is clean.
     func assertIntact(_ vaultPath: String, _ receipts: [ImportedFile], file: StaticString = #filePath, line: UInt = #line) async throws {
         let vault = try Vault.open(at: vaultPath)
@@ -64,6 +87,7 @@ final class FaultTests: XCTestCase {
     }
 
     func testFullDiskEndsInAClearErrorAndRemovesTheStagingFile() async throws {
+        if try runAsRootOfOwnNamespace() { return }
         let dir = TemporaryFolder()
         let mount = try Mount.tmpfs(at: dir.file("small"), size: "2m")
         let vaultPath = mount.path + "/vault"
@@ -94,6 +118,7 @@ final class FaultTests: XCTestCase {
     }
 
     func testReadOnlyVaultRefusesChangesWithAClearErrorAndStillReads() async throws {
+        if try runAsRootOfOwnNamespace() { return }
         let dir = TemporaryFolder()
         let mount = try Mount.tmpfs(at: dir.file("ro"), size: "8m")
         let vaultPath = mount.path + "/vault"
