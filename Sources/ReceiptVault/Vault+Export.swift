@@ -141,31 +141,29 @@ extension Vault {
         // Both cores, on different files: copying and verifying (hashing) one file is one core's work;
         // two threads per core, so one hashes while the other waits for a direct read or write.
         let state = ExportState(tally)
-        let ordered = Self.interleavedByFolder(items)
         // One thread creates the files, a few ahead of the copies: creating takes the folder's lock in
         // the kernel, and threads that find it taken spin on it while its holder runs. After a mass
         // delete, ext4's `recently_deleted()` makes each creation slow, and four threads creating in one
         // folder spent a quarter of their CPU spinning (the export took 1.2× `cp -r`).
-        let created = Parallel.Ahead(count: ordered.count, limit: 64) { index in
-            Result { try FileDescriptor.open(FileSystem.join(destination, ordered[index].name),
+        let created = Parallel.Ahead(count: items.count, limit: 64) { index in
+            Result { try FileDescriptor.open(FileSystem.join(destination, items[index].name),
                                              O_WRONLY | O_CREAT | O_EXCL, mode: 0o644) }
         }
-        let outcomes = Parallel.map(Array(ordered.indices), workers: 2 * Parallel.cores) { index in
-            let item = ordered[index]
+        let outcomes = Parallel.map(Array(items.indices), workers: 2 * Parallel.cores) { index in
+            let item = items[index]
             let out = try created.take(index).get()
             defer { out.close() }
             do {
                 try self.copyBlob(try self.blobRecord(item.sha256), into: out)
                 state.done(item, failure: nil, progress: progress)
-            } catch let error as BlobError {
-                try? FileSystem.remove(out.path)
-                state.done(item, failure: error.description, progress: progress)
-            } catch let error as VaultError where error.kind == .notFound {
-                try? FileSystem.remove(out.path)
-                state.done(item, failure: error.message, progress: progress)
             } catch {
+                // The file was created before its blob was read: no failure may leave it behind.
                 try? FileSystem.remove(out.path)
-                throw error
+                switch error {
+                case let error as BlobError: state.done(item, failure: error.description, progress: progress)
+                case let error as VaultError where error.kind == .notFound: state.done(item, failure: error.message, progress: progress)
+                default: throw error
+                }
             }
         }
         for case .failure(let error) in outcomes { throw error }
@@ -178,31 +176,6 @@ extension Vault {
         try FileSystem.syncFileSystem(containing: destination)
         try FileSystem.syncDirectory(FileSystem.parentPath(destination))
         return failures
-    }
-
-    /// The items folder by folder in turn (the first of each folder, then the second, …), so that the
-    /// files being written at any moment are in different folders, whose metadata the kernel updates
-    /// under different locks.
-    static func interleavedByFolder(_ items: [ExportItem]) -> [ExportItem] {
-        var folders: [String: Int] = [:]
-        var queues: [[ExportItem]] = []
-        for item in items {
-            let folder = FileSystem.parentPath(item.name)
-            if let index = folders[folder] {
-                queues[index].append(item)
-            } else {
-                folders[folder] = queues.count
-                queues.append([item])
-            }
-        }
-        var out: [ExportItem] = []
-        out.reserveCapacity(items.count)
-        var round = 0
-        while out.count < items.count {
-            for queue in queues where round < queue.count { out.append(queue[round]) }
-            round += 1
-        }
-        return out
     }
 
     private static func writeNew(_ path: String, _ data: Data) throws {

@@ -44,14 +44,6 @@ final class HelperTests: XCTestCase {
 
     private struct Stuck: Error {}
 
-    func testInterleavedByFolderTakesEachFolderInTurnAndKeepsEveryItem() {
-        func item(_ name: String) -> ExportItem { ExportItem(receipt: name, sha256: name, size: 1, name: name) }
-        let items = ["a/1", "a/2", "a/3", "a/4", "b/1", "c/1", "c/2", "top"].map(item)
-        let out = Vault.interleavedByFolder(items).map(\.name)
-        XCTAssertEqual(out, ["a/1", "b/1", "c/1", "top", "a/2", "c/2", "a/3", "a/4"])
-        XCTAssertEqual(Vault.interleavedByFolder([]).count, 0)
-    }
-
     /// UTF-8 text, allowing a sequence cut by the sample's end (the last three bytes), as before the
     /// check read the bytes in place.
     func testIsTextAcceptsUTF8AndASequenceCutAtTheEndOnly() {
