@@ -41,9 +41,7 @@ public struct BlobID: Hashable, Comparable, Sendable, CustomStringConvertible, C
     /// The address's 32 bytes (as the wire's bundle headers carry it).
     public var digest: [UInt8] {
         var hex = hex
-        return hex.withUTF8 { text in
-            (0..<32).map { i in (Self.hexValue(text[2 * i]) ?? 0) << 4 | (Self.hexValue(text[2 * i + 1]) ?? 0) }
-        }
+        return hex.withUTF8 { text in (0..<32).map { Self.hexByte(text, at: 2 * $0) ?? 0 } }
     }
 
     public var description: String { hex }
@@ -67,6 +65,13 @@ public struct BlobID: Hashable, Comparable, Sendable, CustomStringConvertible, C
     }
 
     static func isHexDigit(_ c: UInt8) -> Bool { hexValue(c) != nil }
+
+    /// The byte written by the two hexadecimal digits at `offset` and `offset + 1`; nil where either
+    /// is not one.
+    public static func hexByte(_ text: UnsafeBufferPointer<UInt8>, at offset: Int) -> UInt8? {
+        guard let high = hexValue(text[offset]), let low = hexValue(text[offset + 1]) else { return nil }
+        return high << 4 | low
+    }
 
     /// The value of one hexadecimal digit, either case; nil for any other byte.
     public static func hexValue(_ c: UInt8) -> UInt8? {

@@ -142,8 +142,8 @@ struct ManifestReceipt {
                         guard units[at] == UInt8(ascii: "-") else { return false }
                         at += 1
                     }
-                    guard let high = BlobID.hexValue(units[at]), let low = BlobID.hexValue(units[at + 1]) else { return false }
-                    bytes[i] = high << 4 | low
+                    guard let byte = BlobID.hexByte(units, at: at) else { return false }
+                    bytes[i] = byte
                     at += 2
                 }
                 return true

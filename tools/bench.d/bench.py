@@ -10,6 +10,7 @@ repository); the sync server listens on 127.0.0.1 only.
 """
 import argparse
 import csv
+import itertools
 import json
 import os
 import platform
@@ -343,12 +344,11 @@ class Bench:
         # recently_deleted() for every new inode (~0.7 ms each here): removing the last run's output
         # before each run made every receipt run pay that and let cp's first run escape it, and
         # removing them all here would make the next step's peers pay it.
-        made = []
+        runs = itertools.count()
         current = {}
 
         def fresh(tool):
-            current[tool] = self.path("export-%s-%d" % (tool, len(made)))
-            made.append(current[tool])
+            current[tool] = self.path("export-%s-%d" % (tool, next(runs)))
 
         def receipt(m):
             self.need("export")
