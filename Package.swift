@@ -29,6 +29,7 @@ let package = Package(
         .target(name: "BlobStore", dependencies: ["CSHA", "CLZMA", "CFileOps"], swiftSettings: strict),
         .target(name: "ReceiptCatalog", dependencies: [
             "BlobStore", .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ], swiftSettings: strict),
         .target(name: "ReceiptVault", dependencies: [
             "BlobStore", "ReceiptCatalog", "CFileOps",
@@ -40,6 +41,7 @@ let package = Package(
         .target(name: "ReceiptWire", swiftSettings: strict),
         .target(name: "ReceiptSync", dependencies: [
             "BlobStore", "ReceiptCatalog", "ReceiptVault", "ReceiptWire",
+            .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ], swiftSettings: strict),
         .target(name: "ReceiptServer", dependencies: [
