@@ -52,8 +52,10 @@ let package = Package(
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
+        .target(name: "ReceiptInbox", dependencies: ["BlobStore", "CFileOps", "ReceiptCatalog", "ReceiptVault"],
+                swiftSettings: strict),
         .target(name: "ReceiptCommands", dependencies: [
-            "BlobStore", "ReceiptCatalog", "ReceiptVault", "ReceiptSync", "ReceiptServer",
+            "BlobStore", "ReceiptCatalog", "ReceiptVault", "ReceiptSync", "ReceiptServer", "ReceiptInbox",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
