@@ -29,6 +29,7 @@ let package = Package(
         .target(name: "BlobStore", dependencies: ["CSHA", "CLZMA", "CFileOps"], swiftSettings: strict),
         .target(name: "ReceiptCatalog", dependencies: [
             "BlobStore", .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ], swiftSettings: strict),
         .target(name: "ReceiptVault", dependencies: [
             "BlobStore", "ReceiptCatalog", "CFileOps",
@@ -40,6 +41,7 @@ let package = Package(
         .target(name: "ReceiptWire", swiftSettings: strict),
         .target(name: "ReceiptSync", dependencies: [
             "BlobStore", "ReceiptCatalog", "ReceiptVault", "ReceiptWire",
+            .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ], swiftSettings: strict),
         .target(name: "ReceiptServer", dependencies: [
@@ -50,8 +52,10 @@ let package = Package(
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
+        .target(name: "ReceiptInbox", dependencies: ["BlobStore", "CFileOps", "ReceiptCatalog", "ReceiptVault"],
+                swiftSettings: strict),
         .target(name: "ReceiptCommands", dependencies: [
-            "BlobStore", "ReceiptCatalog", "ReceiptVault", "ReceiptSync", "ReceiptServer",
+            "BlobStore", "ReceiptCatalog", "ReceiptVault", "ReceiptSync", "ReceiptServer", "ReceiptInbox",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),

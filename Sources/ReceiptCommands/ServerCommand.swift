@@ -5,8 +5,10 @@ import ReceiptServer
 
 struct ServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "server", abstract: "Run a sync server, or add accounts to its data folder.",
-        subcommands: [ServerAccountAddCommand.self, ServerRunCommand.self])
+        commandName: "server", abstract: "Run a sync server, or manage the accounts, tokens and blobs of its data folder.",
+        subcommands: [ServerAccountAddCommand.self, ServerAccountListCommand.self, ServerTokenAddCommand.self,
+                      ServerTokenRotateCommand.self, ServerTokenRevokeCommand.self, ServerAccountQuotaCommand.self,
+                      ServerAccountRemoveCommand.self, ServerRunCommand.self])
 }
 
 struct ServerAccountAddCommand: ParsableCommand {
@@ -17,13 +19,16 @@ struct ServerAccountAddCommand: ParsableCommand {
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("The account name: letters, digits, '.', '_' or '-'.", valueName: "name")) var name: String
     @Option(help: ArgumentHelp("The server's data folder (created if absent).", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("Storage the account's zones may use: e.g. 500MB, 10GiB, none (the default).", valueName: "size"))
+    var quota: String = "none"
 
     struct Result: Encodable { let account: String; let token: String }
 
     func run() throws {
+        let bytes = try parseQuota(quota)
         let catalog = try ServerCatalog(dataPath: data)
         defer { try? catalog.close() }
-        let token = try catalog.addAccount(name)
+        let token = try catalog.addAccount(name, quota: bytes)
         if options.json { return try Output.json(Result(account: name, token: token)) }
         Output.line(token)
         Output.note("created account \(name); keep the token above, it is not stored and cannot be shown again")

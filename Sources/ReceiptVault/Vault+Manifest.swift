@@ -2,7 +2,6 @@ import BlobStore
 import CFileOps
 import Foundation
 import GRDB
-import GRDBSQLite
 import ReceiptCatalog
 #if canImport(Glibc)
 import Glibc
@@ -457,7 +456,7 @@ extension Vault {
                             var receipt = ManifestReceipt(uuid: givenUUID ?? Self.newReceiptUUID(), given: givenID != nil,
                                                           firstLine: row.line, zone: zone ?? Zone.personal,
                                                           zoneExplicit: zone != nil, metadata: metadata, exists: false)
-                            if let givenID, let storedZone = try ManifestSQL.text(db, "SELECT zone FROM receipts WHERE id = ?", givenID) {
+                            if let givenID, let storedZone = try Catalog.text(db, "SELECT zone FROM receipts WHERE id = ?", givenID) {
                                 receipt.exists = true
                                 if receipt.zoneExplicit && storedZone != receipt.zone {
                                     bad("receipt \(givenID) is in zone '\(storedZone)' of this vault, not in '\(receipt.zone)'")
@@ -675,7 +674,7 @@ extension Vault {
             let now = nowMillis()
             let isFirst = first
             let results: [RowOutcome?] = try catalog.write { db in
-                let sql = ManifestSQL(db: db, now: now)
+                let sql = CatalogWriter(db, now: now)
                 if isFirst {
                     // A page cache that holds the pages of the randomly keyed indexes (ids, hashes) a batch
                     // touches, so each is written once per transaction, not spilled and written again:
@@ -707,7 +706,7 @@ extension Vault {
                     for offset in slice {
                         let id = batch[offset].id
                         guard let blob = read[id] ?? staged[id] else { continue }
-                        dedupedNew[id] = try sql.insertBlob(blob, installed: installed[blob.id])
+                        dedupedNew[id] = try recordBlob(sql, blob, installed: installed[blob.id])
                     }
                 }
                 for id in firstRow.keys {
@@ -780,20 +779,21 @@ extension Vault {
                     } else {
                         position = 0
                     }
-                    let inserted = try sql.insertAttachment(receiptID, f, position: position)
+                    let inserted = try sql.insertAttachment(receiptID: receiptID, blob: f.id.blobID, filename: f.name,
+                                                            mediaType: f.mediaType, position: position)
                     if inserted {
                         position += 1
                         touched.insert(f.receipt)
                     }
                     nextPosition[f.receipt] = position
                     // The stat cache pays for files whose hashing costs more than a lookup.
-                    if !f.cached, f.size >= Self.statCacheMinimum, let status = f.status { try sql.remember(f, status) }
+                    if !f.cached, f.size >= Self.statCacheMinimum, let status = f.status { try sql.rememberImport(path: f.path, status: status, blob: f.id.blobID) }
                     out[offset] = .imported(heldBy: nil, deduplicated: deduplicated, existing: !inserted)
                 }
                 for index in touched.subtracting(recorded).sorted() {
                     let id = plan.receipts.id(index)
                     try db.execute(sql: "UPDATE receipts SET modifiedAt = ? WHERE id = ?", arguments: [now, id])
-                    try sql.recordChange(id, zone: plan.receipts.zone(index))
+                    try sql.recordChange(id, zone: plan.receipts.zone(index), .upsert)
                 }
                 return out
             }
@@ -832,7 +832,7 @@ extension Vault {
     /// Inserts a new receipt or applies the manifest's metadata to the existing one. Returns whether
     /// the row changed (and so wrote its outbox entry).
     @discardableResult
-    private func writeManifestReceipt(_ sql: ManifestSQL, _ planned: ManifestReceipt, id: String,
+    private func writeManifestReceipt(_ sql: CatalogWriter, _ planned: ManifestReceipt, id: String,
                                       tagJSON: inout [[String]: String]) throws -> Bool {
         if planned.exists, var stored = try Receipt.fetchOne(sql.db, key: id) {
             let before = stored
@@ -840,7 +840,7 @@ extension Vault {
             guard stored != before else { return false }
             stored.modifiedAt = sql.now
             try stored.update(sql.db)
-            try sql.recordChange(stored.id, zone: stored.zone)
+            try sql.recordChange(stored.id, zone: stored.zone, .upsert)
             return true
         }
         var receipt = Receipt(id: id, zone: planned.zone, createdAt: sql.now, modifiedAt: sql.now)
@@ -855,7 +855,7 @@ extension Vault {
             tagJSON[receipt.tags] = tags
         }
         try sql.insertReceipt(receipt, tagsJSON: tags)
-        try sql.recordChange(receipt.id, zone: receipt.zone)
+        try sql.recordChange(receipt.id, zone: receipt.zone, .upsert)
         return true
     }
 
@@ -872,12 +872,12 @@ extension Vault {
                 guard Digest(id) == f.id, n <= st.size else {
                     throw VaultError.bad("\(f.given) changed while it was being imported (it now hashes to \(id))")
                 }
-                return PreparedBlob(id: id, size: Int64(n), mediaType: f.mediaType, inline: bytes, staged: nil, cached: false)
+                return PreparedBlob(id: id, size: Int64(n), mediaType: f.mediaType, inline: bytes, staged: nil)
             }
             do {
                 let staged = try blobs.stage(from: fd, compression: settings.compression, expected: f.id.blobID)
                 return PreparedBlob(id: staged.id, size: staged.size, mediaType: f.mediaType, inline: nil,
-                                    staged: staged, cached: false)
+                                    staged: staged)
             } catch BlobError.mismatch(_, let actual) {
                 throw VaultError.bad("\(f.given) changed while it was being imported (it now hashes to \(actual))")
             }
@@ -930,170 +930,5 @@ extension Vault {
         case let e as BlobError: return e.description
         case let e: return String(describing: e)
         }
-    }
-}
-
-/// The statements a manifest import runs for every row, as prepared statements (GRDB caches them per
-/// connection), bound and stepped through SQLite's C API: the record layer's SQL generation and Codable
-/// encoding, then GRDB's boxing of every argument, cost more than SQLite itself at 100,000 rows.
-struct ManifestSQL {
-    let db: Database
-    let now: Millis
-    /// Each statement looked up in GRDB's cache (by its SQL text) once per transaction, not once a row.
-    private let statements = Statements()
-
-    init(db: Database, now: Millis) {
-        self.db = db
-        self.now = now
-    }
-
-    private final class Statements {
-        private var held: [Statement?] = Array(repeating: nil, count: 4)
-
-        func handle(_ slot: Int, _ sql: String, _ db: Database) throws -> SQLiteStatement {
-            if let statement = held[slot] { return statement.sqliteStatement }
-            let statement = try db.cachedStatement(sql: sql)
-            held[slot] = statement
-            return statement.sqliteStatement
-        }
-    }
-
-    /// Inserts the blob's row unless present; returns whether the vault already had the blob.
-    func insertBlob(_ blob: PreparedBlob, installed: StoredBlob?) throws -> Bool {
-        // Inline bytes, or the blob file installed before this transaction.
-        guard blob.inline != nil || installed != nil else {
-            throw VaultError(.io, "blob \(blob.id) is not in the catalog nor staged; re-run the import")
-        }
-        let changes = try run(0, """
-            INSERT OR IGNORE INTO blobs(sha256, size, storedSize, encoding, inline, createdAt) VALUES (?, ?, ?, ?, ?, ?)
-            """) {
-            $0.text(blob.id.hex)
-            $0.int(installed?.size ?? blob.size)
-            $0.int(installed?.storedSize ?? blob.size)
-            $0.text((installed?.encoding ?? .identity).rawValue)
-            $0.blob(blob.inline)
-            $0.int(now)
-        }
-        return changes == 0 || (blob.inline == nil && installed?.deduplicated == true)
-    }
-
-    func insertReceipt(_ r: Receipt, tagsJSON: String) throws {
-        _ = try run(1, """
-            INSERT INTO receipts(id, zone, merchant, date, total, currency, category, note, tags, createdAt, modifiedAt)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """) {
-            for text in [r.id, r.zone, r.merchant, r.date, r.total, r.currency, r.category, r.note, tagsJSON] { $0.text(text) }
-            $0.int(r.createdAt)
-            $0.int(r.modifiedAt)
-        }
-    }
-
-    /// Returns false when the receipt already holds the blob.
-    func insertAttachment(_ receiptID: String, _ f: ManifestFile, position: Int) throws -> Bool {
-        try run(2, "INSERT OR IGNORE INTO attachments(receiptID, sha256, filename, mediaType, position) VALUES (?, ?, ?, ?, ?)") {
-            $0.text(receiptID)
-            $0.text(f.id.hex)
-            $0.text(f.name)
-            $0.text(f.mediaType)
-            $0.int(Int64(position))
-        } > 0
-    }
-
-    /// The outbox entry of a changed receipt (same row as `Vault.recordChange` writes).
-    func recordChange(_ id: String, zone: String) throws {
-        _ = try run(3, "INSERT INTO changes(receiptID, zone, kind, at) VALUES (?, ?, ?, ?)") {
-            $0.text(id)
-            $0.text(zone)
-            $0.text(Change.Kind.upsert.rawValue)
-            $0.int(now)
-        }
-    }
-
-    /// The stat cache entry, so an unchanged file is not hashed again by the next import.
-    func remember(_ f: ManifestFile, _ status: FileStatus) throws {
-        try db.cachedStatement(sql: """
-            INSERT OR REPLACE INTO importCache(path, device, inode, size, mtimeNs, sha256) VALUES (?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [f.path, Int64(bitPattern: status.device), Int64(bitPattern: status.inode),
-                                     status.size, status.mtimeNanoseconds, f.id.hex])
-    }
-
-    /// The first column of the first row of a query taking one text argument, as text (nil: no row, or
-    /// NULL). Through SQLite's C API like the inserts: a pass-1 lookup once a row.
-    static func text(_ db: Database, _ sql: String, _ argument: String) throws -> String? {
-        let handle = try db.cachedStatement(sql: sql).sqliteStatement
-        sqlite3_reset(handle)
-        defer { sqlite3_reset(handle) }
-        var code = sqlite3_bind_text(handle, 1, argument, -1, Binder.transient)
-        if code == SQLITE_OK { code = sqlite3_step(handle) }
-        switch code {
-        case SQLITE_ROW:
-            return sqlite3_column_text(handle, 0).map { String(cString: $0) }
-        case SQLITE_DONE:
-            return nil
-        default:
-            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
-        }
-    }
-
-    /// Binds the values in order (each copied by SQLite) and runs the statement once; returns the rows
-    /// it changed.
-    private func run(_ slot: Int, _ sql: String, _ bind: (inout Binder) -> Void) throws -> Int {
-        let handle = try statements.handle(slot, sql, db)
-        sqlite3_reset(handle)
-        var binder = Binder(handle: handle)
-        bind(&binder)
-        // A value SQLite could not take (too big, no memory) must not run with the last row's value.
-        let code = binder.failure == SQLITE_OK ? sqlite3_step(handle) : binder.failure
-        guard code == SQLITE_DONE else {
-            let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
-            sqlite3_reset(handle)
-            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql)
-        }
-        sqlite3_reset(handle)
-        return db.changesCount
-    }
-
-    private struct Binder {
-        let handle: OpaquePointer
-        private var index: Int32 = 0
-        /// The first binding SQLite refused.
-        private(set) var failure = SQLITE_OK
-
-        init(handle: OpaquePointer) { self.handle = handle }
-
-        /// Text without NUL (checked before: paths, names and metadata refuse it; the rest is ours).
-        mutating func text(_ value: String?) {
-            index += 1
-            if let value {
-                check(sqlite3_bind_text(handle, index, value, -1, Self.transient))
-            } else {
-                check(sqlite3_bind_null(handle, index))
-            }
-        }
-
-        mutating func int(_ value: Int64) {
-            index += 1
-            check(sqlite3_bind_int64(handle, index, value))
-        }
-
-        mutating func blob(_ bytes: [UInt8]?) {
-            index += 1
-            guard let bytes else {
-                check(sqlite3_bind_null(handle, index))
-                return
-            }
-            // An empty file is an empty blob, not NULL (which would say "not inline").
-            if bytes.isEmpty {
-                check(sqlite3_bind_zeroblob(handle, index, 0))
-                return
-            }
-            check(bytes.withUnsafeBytes { sqlite3_bind_blob64(handle, index, $0.baseAddress, UInt64($0.count), Self.transient) })
-        }
-
-        private mutating func check(_ code: Int32) {
-            if code != SQLITE_OK && failure == SQLITE_OK { failure = code }
-        }
-
-        static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
     }
 }
