@@ -18,6 +18,11 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         .systemLibrary(name: "CSHA", path: "Sources/CSHA", pkgConfig: "libcrypto",
@@ -29,6 +34,7 @@ let package = Package(
         .target(name: "BlobStore", dependencies: ["CSHA", "CLZMA", "CFileOps"], swiftSettings: strict),
         .target(name: "ReceiptCatalog", dependencies: [
             "BlobStore", .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ], swiftSettings: strict),
         .target(name: "ReceiptVault", dependencies: [
             "BlobStore", "ReceiptCatalog", "CFileOps",
@@ -40,12 +46,22 @@ let package = Package(
         .target(name: "ReceiptWire", swiftSettings: strict),
         .target(name: "ReceiptSync", dependencies: [
             "BlobStore", "ReceiptCatalog", "ReceiptVault", "ReceiptWire",
+            .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "X509", package: "swift-certificates"),
         ], swiftSettings: strict),
         .target(name: "ReceiptServer", dependencies: [
             "BlobStore", "ReceiptWire",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "HummingbirdTLS", package: "hummingbird"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "X509", package: "swift-certificates"),
+            .product(name: "SwiftASN1", package: "swift-asn1"),
+            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
