@@ -68,7 +68,7 @@ let package = Package(
         ],
                     swiftSettings: strict),
         .testTarget(name: "ReceiptVaultTests", dependencies: [
-            "ReceiptVault", "ReceiptCatalog", "BlobStore", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            "ReceiptVault", "ReceiptCatalog", "BlobStore", "TestSupport", "ReceiptText", .product(name: "GRDB", package: "GRDB.swift"),
         ],
                     swiftSettings: strict),
         .testTarget(name: "ReceiptCommandsTests", dependencies: [

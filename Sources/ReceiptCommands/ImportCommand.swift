@@ -84,9 +84,10 @@ struct ImportCommand: ParsableCommand {
             }
             progress.finish()
             if !text.isEmpty { Output.write(text) }
-            try indexAfterImport(vault, only: nil)
-            return try renderSummary(added: summary.added, receipts: summary.receiptsAdded, existing: summary.existing,
-                                     failed: summary.failed)
+            return try thenIndex(vault, only: nil) {
+                try renderSummary(added: summary.added, receipts: summary.receiptsAdded, existing: summary.existing,
+                                  failed: summary.failed)
+            }
         }
         var metadata = meta.metadata
         if !tags.isEmpty { metadata.tags = tags }
@@ -95,8 +96,15 @@ struct ImportCommand: ParsableCommand {
             progress.update(files: $0.filesDone, of: $0.filesTotal, bytes: $0.bytesDone, of: $0.bytesTotal)
         }
         progress.finish()
-        try indexAfterImport(vault, only: Set(report.imported.map(\.sha256)))
-        try render(report, json: options.json)
+        try thenIndex(vault, only: Set(report.imported.map(\.sha256))) { try render(report, json: options.json) }
+    }
+
+    /// Renders the import's report, then indexes (also when some files failed: exit 1 comes after).
+    func thenIndex(_ vault: Vault, only: Set<String>?, render: () throws -> Void) throws {
+        var rendered: Error?
+        do { try render() } catch { rendered = error }
+        try indexAfterImport(vault, only: only)
+        if let rendered { throw rendered }
     }
 
     /// The text of what was just committed, for search: a failure here never fails the import.

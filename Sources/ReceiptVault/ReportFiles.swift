@@ -6,18 +6,24 @@ import FoundationXML
 extension Report {
     /// Columns key, currency, count, total; a last row counts the receipts without a total.
     public func csv(by grouping: ReportGrouping) throws -> Data {
+        var rows = [[grouping.rawValue, "currency", "count", "total"]]
+        rows += groups.map { [$0.key ?? "", $0.currency ?? "", String($0.count), $0.total] }
+        rows.append(["(without total)", "", String(withoutTotal), ""])
+        return try Self.csvData(rows, what: "the report as CSV")
+    }
+
+    /// RFC 4180 rows (CSV.swift quotes them), CRLF line ends.
+    static func csvData(_ rows: [[String]], what: String) throws -> Data {
         let stream = OutputStream(toMemory: ())
         do {
             let writer = try CSVWriter(stream: stream, newline: .crlf)
-            try writer.write(row: [grouping.rawValue, "currency", "count", "total"])
-            for g in groups { try writer.write(row: [g.key ?? "", g.currency ?? "", String(g.count), g.total]) }
-            try writer.write(row: ["(without total)", "", String(withoutTotal), ""])
+            for row in rows { try writer.write(row: row) }
             writer.stream.close()
         } catch {
-            throw VaultError(.io, "cannot write the report as CSV: \(error)")
+            throw VaultError(.io, "cannot write \(what): \(error)")
         }
         guard let data = stream.property(forKey: .dataWrittenToMemoryStreamKey) as? Data else {
-            throw VaultError(.io, "cannot write the report as CSV")
+            throw VaultError(.io, "cannot write \(what)")
         }
         return data
     }

@@ -38,7 +38,7 @@ struct ManifestMetadata: Equatable {
 
     /// One slot per metadata column: held inline, not in a dictionary per row of a large manifest.
     struct Values: Equatable {
-        private var merchant, date, total, currency, category, note, tags: String?
+        private var merchant, date, total, currency, category, note, tags, status, claim, reimbursedOn: String?
 
         subscript(_ column: ManifestColumn) -> String? {
             get {
@@ -50,6 +50,9 @@ struct ManifestMetadata: Equatable {
                 case .category: category
                 case .note: note
                 case .tags: tags
+                case .status: status
+                case .claim: claim
+                case .reimbursedOn: reimbursedOn
                 default: nil
                 }
             }
@@ -62,6 +65,9 @@ struct ManifestMetadata: Equatable {
                 case .category: category = newValue
                 case .note: note = newValue
                 case .tags: tags = newValue
+                case .status: status = newValue
+                case .claim: claim = newValue
+                case .reimbursedOn: reimbursedOn = newValue
                 default: break
                 }
             }
@@ -73,7 +79,8 @@ struct ManifestMetadata: Equatable {
         }
     }
 
-    static let columns: [ManifestColumn] = [.merchant, .date, .total, .currency, .category, .note, .tags]
+    static let columns: [ManifestColumn] = [.merchant, .date, .total, .currency, .category, .note, .tags,
+                                            .status, .claim, .reimbursedOn]
 
     func apply(to r: inout Receipt) {
         func text(_ c: ManifestColumn) -> String?? {
@@ -87,6 +94,9 @@ struct ManifestMetadata: Equatable {
         if let v = text(.category) { r.category = v }
         if let v = text(.note) { r.note = v }
         if let v = values[.tags] { r.tags = Self.splitTags(v) }
+        if let v = text(.status) { r.status = v ?? ClaimStatus.none.rawValue }
+        if let v = text(.claim) { r.claim = v }
+        if let v = text(.reimbursedOn) { r.reimbursedOn = v }
     }
 
     /// Without leading and trailing spaces and tabs (cheaper than Foundation's trimming, which a
@@ -386,6 +396,9 @@ extension Vault {
                         case .date: value = checked(.date) { try Validate.date(ManifestMetadata.trimmed(Substring($0))) }
                         case .total: value = checked(.total, Validate.total)
                         case .currency: value = checked(.currency) { try Validate.currency(ManifestMetadata.trimmed(Substring($0))) }
+                        case .status: value = checked(.status) { try Validate.status(ManifestMetadata.trimmed(Substring($0))) }
+                        case .reimbursedOn:
+                            value = checked(.reimbursedOn) { try Validate.date(ManifestMetadata.trimmed(Substring($0))) }
                         case .tags:
                             value = checked(.tags) { text in
                                 let tags = try ManifestMetadata.splitTags(text).map { try Validate.text($0, field: "tag") }
@@ -979,12 +992,14 @@ struct ManifestSQL {
 
     func insertReceipt(_ r: Receipt, tagsJSON: String) throws {
         _ = try run(1, """
-            INSERT INTO receipts(id, zone, merchant, date, total, currency, category, note, tags, createdAt, modifiedAt)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO receipts(id, zone, merchant, date, total, currency, category, note, tags, createdAt, modifiedAt,
+                                 status, claim, reimbursedOn)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """) {
             for text in [r.id, r.zone, r.merchant, r.date, r.total, r.currency, r.category, r.note, tagsJSON] { $0.text(text) }
             $0.int(r.createdAt)
             $0.int(r.modifiedAt)
+            for text in [r.status, r.claim, r.reimbursedOn] { $0.text(text) }
         }
     }
 
