@@ -50,7 +50,7 @@ struct Failure {
             // One line per bad row; `main` prefixes the first one.
             return Failure(message: e.lines.joined(separator: "\nreceipt: "), status: unchanged)
         case let e as ProblemsExit: return Failure(message: e.message, status: problems)
-        case let e as VaultError: return Failure(message: e.message, status: unchanged)
+        case let e as VaultError: return Failure(message: e.message, status: e.kind == .partial ? problems : unchanged)
         case let e as BlobError: return Failure(message: e.description, status: problems)
         case let e: return Failure(message: String(describing: e), status: unchanged)
         }

@@ -76,14 +76,12 @@ enum LocalStore {
     }
 
     static func hasPending(_ db: Database, _ id: String) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM changes WHERE receiptID = ?)", arguments: [id]) ?? false
+        try Outbox.hasPending(db, id)
     }
 
     /// Ensures the outbox holds an entry for `id` (a merged version the server has not seen yet).
     static func ensurePending(_ db: Database, _ id: String, zone: String, deleted: Bool) throws {
-        if try hasPending(db, id) { return }
-        var change = Change(receiptID: id, zone: zone, kind: deleted ? .delete : .upsert, at: nowMillis())
-        try change.insert(db)
+        try CatalogWriter(db).recordChangeUnlessPending(id, zone: zone, deleted ? .delete : .upsert)
     }
 
     /// Addresses among `hexes` the catalog does not hold.

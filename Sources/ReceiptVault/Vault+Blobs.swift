@@ -36,28 +36,22 @@ extension Vault {
                 return id
             }
             return try locked(.shared) {
-                let prepared = try inputs.map { try prepare($0) }
-                defer { for p in prepared { if let s = p.staged { blobs.discard(s) } } }
-                let installed = try installStaged(prepared)
-                let now = nowMillis()
-                return try catalog.write { db in
+                try ingestOnce(inputs.map { .file($0) }) { w, ingested in
+                    let db = w.db
                     guard var receipt = try Receipt.fetchOne(db, key: id) else {
                         throw VaultError(.notFound, "receipt \(id) was deleted meanwhile")
                     }
                     var position = (try Int.fetchOne(db, sql: "SELECT max(position) FROM attachments WHERE receiptID = ?",
                                                      arguments: [id]) ?? -1) + 1
-                    for (input, blob) in zip(inputs, prepared) {
-                        _ = try recordBlob(db, blob, installed: installed[blob.id], at: now)
-                        let attachment = Attachment(receiptID: id, sha256: blob.id.hex, filename: input.name,
-                                                    mediaType: blob.mediaType, position: position)
-                        if try !attachment.exists(db) {
-                            try attachment.insert(db)
+                    for (input, blob) in zip(inputs, ingested) {
+                        if try w.insertAttachment(receiptID: id, blob: blob.id, filename: input.name,
+                                                  mediaType: blob.mediaType, position: position) {
                             position += 1
                         }
                     }
-                    receipt.modifiedAt = now
+                    receipt.modifiedAt = w.now
                     try receipt.update(db)
-                    try recordChange(db, id, zone: receipt.zone, .upsert)
+                    try w.recordChange(id, zone: receipt.zone, .upsert)
                     return try views(db, [receipt])[0]
                 }
             }

@@ -287,8 +287,7 @@ extension Vault {
     }
 
     func recordChange(_ db: Database, _ id: String, zone: String, _ kind: Change.Kind) throws {
-        var change = Change(receiptID: id, zone: zone, kind: kind, at: nowMillis())
-        try change.insert(db)
+        try CatalogWriter(db).recordChange(id, zone: zone, kind)
     }
 
     /// One write transaction under the shared vault lock, on the catalog this vault opened: `fsck
