@@ -14,10 +14,13 @@ import Glibc
 public struct ServerContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     var account: Account?
+    /// The peer's IP address (the web view slows down repeated failed sign-ins per address).
+    let remoteAddress: String?
 
     public init(source: Source) {
         coreContext = .init(source: source)
         account = nil
+        remoteAddress = source.channel.remoteAddress?.ipAddress
     }
 
     /// Largest JSON body accepted (blob bodies are streamed and limited separately).
@@ -86,12 +89,14 @@ public struct ServerLimits: Sendable {
 /// The sync server: an HTTP application over a server data folder.
 public enum SyncServer {
     /// Builds the router (every route under `/v1`, every route authenticated).
-    public static func buildRouter(catalog: ServerCatalog, limits: ServerLimits = ServerLimits()) -> Router<ServerContext> {
+    public static func buildRouter(catalog: ServerCatalog, limits: ServerLimits = ServerLimits(),
+                                   web: WebOptions = WebOptions()) -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)
         router.add(middleware: ErrorMiddleware())
         let v1 = router.group("v1").add(middleware: AuthMiddleware(catalog: catalog))
         ZoneRoutes(catalog: catalog).register(v1)
         BlobRoutes(catalog: catalog, limits: limits).register(v1)
+        WebRoutes(catalog: catalog, limits: limits, web: web).register(router)
         return router
     }
 
