@@ -37,34 +37,26 @@ extension ServerCatalog {
             let zone = try Self.requireZone(db, owner: owner, name: name, caller: caller)
             var clauses = ["zoneID = ?", "payload IS NOT NULL"]
             var arguments: StatementArguments = [zone.id]
-            if let from = filter.from {
-                clauses.append("json_extract(payload, '$.date') >= ?")
-                _ = arguments.append(contentsOf: [from])
-            }
-            if let to = filter.to {
-                clauses.append("json_extract(payload, '$.date') <= ?")
-                _ = arguments.append(contentsOf: [to])
-            }
-            if let merchant = filter.merchant {
-                clauses.append("instr(lower(coalesce(json_extract(payload, '$.merchant'), '')), lower(?)) > 0")
-                _ = arguments.append(contentsOf: [merchant])
-            }
-            if let category = filter.category {
-                clauses.append("lower(json_extract(payload, '$.category')) = lower(?)")
-                _ = arguments.append(contentsOf: [category])
-            }
             // Words: each must appear in the receipt's metadata or an attachment's file name.
-            for word in filter.words {
-                clauses.append("""
-                    instr(lower(coalesce(json_extract(payload, '$.merchant'), '') || ' ' ||
-                        coalesce(json_extract(payload, '$.category'), '') || ' ' ||
-                        coalesce(json_extract(payload, '$.note'), '') || ' ' ||
-                        coalesce(json_extract(payload, '$.total'), '') || ' ' ||
-                        coalesce(json_extract(payload, '$.tags'), '') || ' ' ||
-                        coalesce((SELECT group_concat(json_extract(a.value, '$.filename'), ' ')
-                                  FROM json_each(payload, '$.attachments') a), '')), lower(?)) > 0
-                    """)
-                _ = arguments.append(contentsOf: [word])
+            let words = """
+                instr(lower(coalesce(json_extract(payload, '$.merchant'), '') || ' ' ||
+                    coalesce(json_extract(payload, '$.category'), '') || ' ' ||
+                    coalesce(json_extract(payload, '$.note'), '') || ' ' ||
+                    coalesce(json_extract(payload, '$.total'), '') || ' ' ||
+                    coalesce(json_extract(payload, '$.tags'), '') || ' ' ||
+                    coalesce((SELECT group_concat(json_extract(a.value, '$.filename'), ' ')
+                              FROM json_each(payload, '$.attachments') a), '')), lower(?)) > 0
+                """
+            let conditions: [(sql: String, value: String?)] = [
+                ("json_extract(payload, '$.date') >= ?", filter.from),
+                ("json_extract(payload, '$.date') <= ?", filter.to),
+                ("instr(lower(coalesce(json_extract(payload, '$.merchant'), '')), lower(?)) > 0", filter.merchant),
+                ("lower(json_extract(payload, '$.category')) = lower(?)", filter.category),
+            ] + filter.words.map { (words, $0) }
+            for condition in conditions {
+                guard let value = condition.value else { continue }
+                clauses.append(condition.sql)
+                _ = arguments.append(contentsOf: [value])
             }
             let whereSQL = clauses.joined(separator: " AND ")
             var pageArguments = arguments
