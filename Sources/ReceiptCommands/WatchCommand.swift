@@ -43,7 +43,9 @@ struct WatchCommand: ParsableCommand {
         let vault = try options.openVault()
         let inbox = try Inbox(folder: dir, vault: vault, zone: zone, interval: interval)
         let stop = StopRequest()
-        let display = WatchDisplay(dir: inbox.folder, json: options.json)
+        let display = WatchDisplay(dir: inbox.folder, json: options.json,
+                                   announce: once ? nil : "watching \(inbox.folder) (polled every \(interval) s); "
+                                       + "SIGINT or SIGTERM stops it after the file in flight")
         try inbox.run(once: once, stop: stop, report: display.add, waiting: display.waiting)
         display.finish()
         if options.json { try Output.json(display.report) }
@@ -74,12 +76,14 @@ final class WatchDisplay {
     private let json: Bool
     private let terminal = Output.stderrIsTerminal
     private var pending = 0
+    /// Said once, on stderr, when the first poll is done and inotify is set up.
+    private var announce: String?
     private(set) var report = WatchReport()
 
-    init(dir: String, json: Bool) {
+    init(dir: String, json: Bool, announce: String?) {
         self.dir = dir
         self.json = json
-        status()
+        self.announce = announce
     }
 
     func add(_ outcome: InboxOutcome) {
@@ -106,6 +110,10 @@ final class WatchDisplay {
 
     func waiting(_ count: Int) {
         pending = count
+        if let text = announce, !terminal {
+            Output.note("receipt: " + text)
+            announce = nil
+        }
         status()
     }
 

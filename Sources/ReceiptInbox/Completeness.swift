@@ -24,7 +24,9 @@ struct Completeness {
         var ready: [InboxEntry] = []
         var next: [String: (signature: FileSignature, since: ContinuousClock.Instant)] = [:]
         for entry in entries {
-            if closed[entry.path] == entry.signature {
+            // An empty file's close proves nothing: writers often create the file first, close it,
+            // and open it again to write. Polling judges those.
+            if entry.signature.size > 0, closed[entry.path] == entry.signature {
                 ready.append(entry)
             } else if let before = seen[entry.path], before.signature == entry.signature {
                 if now - before.since >= interval { ready.append(entry) } else { next[entry.path] = before }

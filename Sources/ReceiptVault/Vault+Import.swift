@@ -37,11 +37,39 @@ public struct ImportProgress: Sendable {
     public var bytesTotal: Int64
 }
 
-/// A regular file found for import.
+/// A regular file to import.
 public struct InputFile: Sendable {
     public let path: String
-    public let status: FileStatus
-    public var name: String { path.split(separator: "/").last.map(String.init) ?? path }
+    /// The name it is filed under.
+    public let name: String
+    public let size: Int64
+    /// As it was listed: the import stat cache keys on it. nil for a file a manifest row checked.
+    public let status: FileStatus?
+    /// What a manifest's pass 1 found the file to hold: its bytes must still hash to `id`.
+    let checked: Checked?
+
+    struct Checked: Sendable {
+        let id: BlobID
+        let mediaType: String
+        /// The path as the manifest gave it, for messages.
+        let given: String
+    }
+
+    init(path: String, status: FileStatus) {
+        self.path = path
+        self.status = status
+        name = path.split(separator: "/").last.map(String.init) ?? path
+        size = status.size
+        checked = nil
+    }
+
+    init(checked path: String, name: String, size: Int64, id: BlobID, mediaType: String, given: String) {
+        self.path = path
+        self.name = name
+        self.size = size
+        status = nil
+        checked = Checked(id: id, mediaType: mediaType, given: given)
+    }
 }
 
 extension Vault {
@@ -57,16 +85,21 @@ extension Vault {
         var report = ImportReport()
         let inputs = try collectInputs(paths, skipped: &report.failed)
         var tally = ImportProgress(filesDone: 0, filesTotal: inputs.count, bytesDone: 0,
-                                   bytesTotal: inputs.reduce(0) { $0 + $1.status.size })
+                                   bytesTotal: inputs.reduce(0) { $0 + $1.size })
         do {
             try wrapped {
                 try locked(.shared) {
                     try ingest(inputs, budget: BatchBudget(inlineBytesLimit: 16 << 20), source: { .file($0) },
-                               unreadable: { input, error in report.failed.append(FailedFile(path: input.path, error: error.description)) },
+                               failed: { input, error in
+                                   // An unreadable file is reported and the others go on; anything else stops the import.
+                                   guard let error = error as? IOError else { throw error }
+                                   report.failed.append(FailedFile(path: input.path, error: error.description))
+                                   return error.description
+                               },
                                rows: { w, batch in try self.insertImported(w, batch, zone: zone, metadata: metadata) },
                                committed: { imported, done in
                                    report.imported += imported
-                                   tally.bytesDone += inputs[tally.filesDone..<done].reduce(0) { $0 + $1.status.size }
+                                   tally.bytesDone += inputs[tally.filesDone..<done].reduce(0) { $0 + $1.size }
                                    tally.filesDone = done
                                    progress?(tally)
                                })
@@ -81,10 +114,10 @@ extension Vault {
 
     /// The receipts of one batch of imported files (a file whose name and content are a receipt of
     /// the zone already is reported as `existing`).
-    private func insertImported(_ w: CatalogWriter, _ batch: [(InputFile, Ingested)], zone: String,
+    private func insertImported(_ w: CatalogWriter, _ batch: [(InputFile, IngestOutcome)], zone: String,
                                 metadata: ReceiptMetadata) throws -> [ImportedFile] {
         var out: [ImportedFile] = []
-        for (input, blob) in batch {
+        for case (let input, .ingested(let blob)) in batch {
             if let existing = try receiptHolding(w.db, blob.id, named: input.name, in: zone) {
                 out.append(ImportedFile(id: existing, path: input.path, sha256: blob.id.hex, size: blob.size,
                                         deduplicated: true, existing: true))
@@ -96,7 +129,7 @@ extension Vault {
             _ = try w.insertAttachment(receiptID: receipt.id, blob: blob.id, filename: input.name, mediaType: blob.mediaType,
                                        position: 0)
             try w.recordChange(receipt.id, zone: zone, .upsert)
-            try w.rememberImport(path: input.path, status: input.status, blob: blob.id)
+            if let status = input.status { try w.rememberImport(path: input.path, status: status, blob: blob.id) }
             out.append(ImportedFile(id: receipt.id, path: input.path, sha256: blob.id.hex, size: blob.size,
                                     deduplicated: blob.deduplicated, existing: false))
         }

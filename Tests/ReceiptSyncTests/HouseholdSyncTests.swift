@@ -317,7 +317,7 @@ final class HouseholdSyncTests: XCTestCase {
         try await second.ok(["remote", "set", h.server.url, "--account", "alice", "--token", alice.token])
         let vault = try Vault.open(at: second.vault)
         let remote = try XCTUnwrap(try RemoteConfig.load(vault))
-        let engine = SyncEngine(vault: vault, remote: remote)
+        let engine = try SyncEngine(vault: vault, remote: remote)
         engine.pageSize = 2
         let report = try await engine.run()
         try vault.close()

@@ -15,6 +15,7 @@ Whatever happens, it writes WORK/<mode>.json ({"ok", "error", ...}) and powers t
 """
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -157,9 +158,17 @@ def record(job, out):
         states = [receipt.state(vault)]
         mark("ready")
         ids, commands = {}, []
+        ids["INBOX"] = mnt + "/inbox"
         for i, step in enumerate(job["plan"]):
             for args in step.get("peer", []):
                 receipt.must(peer, args)
+            inbox = []
+            if step.get("inbox"):   # the files watch will find, on the recorded disk before it starts
+                os.makedirs(ids["INBOX"], exist_ok=True)
+                for path, sha in step["inbox"]:
+                    shutil.copyfile(path, os.path.join(ids["INBOX"], os.path.basename(path)))
+                    inbox.append({"name": os.path.basename(path), "sha256": sha})
+                os.sync()
             argv = [ids.get(a, a) for a in step["argv"]]
             mark(f"start-{i}")
             t0 = time.monotonic()
@@ -174,7 +183,8 @@ def record(job, out):
             if step.get("expectPulled") and not result.get("pulled"):
                 raise RuntimeError(f"workload step {i} (sync) pulled nothing: {stdout.strip()}")
             states.append(receipt.state(vault))
-            commands.append({"argv": argv, "kind": argv[0], "seconds": round(seconds, 3)})
+            commands.append({"argv": argv, "kind": argv[0], "seconds": round(seconds, 3), "inbox": inbox,
+                             "partial": bool(step.get("partial"))})
         out.update(states=states, commands=commands)
     finally:
         server.terminate()
@@ -199,6 +209,42 @@ def rerun_args(command, state):
     if kind in ("edit", "attach") and argv[1] not in live:
         return None
     return argv
+
+
+def part_of(before, state, after):
+    """Every receipt of `before`, and only whole receipts of `after`: a watch cut between two files."""
+    key = lambda r: json.dumps(r, sort_keys=True)  # noqa: E731
+    seen, low, high = {key(r) for r in state}, {key(r) for r in before}, {key(r) for r in after}
+    return len(seen) == len(state) and low <= seen <= high
+
+
+def sha256_of(path):
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def inbox_problems(mnt, point, commands, state):
+    """What watch promises of each file it was given, once it has started: still in the inbox, or in
+    .imported/ with a receipt holding its bytes; never lost, never damaged."""
+    problems = []
+    attached = {a["sha256"] for r in state for a in r["attachments"]}
+    started = point.get("inflight") if point.get("inflight") is not None else min(point["expect"]) - 1
+    for index, command in enumerate(commands[:started + 1]):
+        for item in command["inbox"]:
+            name, sha = item["name"], item["sha256"]
+            inbox = os.path.join(mnt, "inbox")
+            if os.path.isfile(os.path.join(inbox, name)) and sha256_of(os.path.join(inbox, name)) == sha:
+                continue
+            moved = [os.path.join(d, f) for d, _, files in os.walk(os.path.join(inbox, ".imported")) for f in files]
+            if not any(sha256_of(m) == sha for m in moved):   # under its name or NAME-2.ext
+                problems.append(f"watch (step {index}) lost {name}: not in the inbox, nor whole in .imported/")
+            elif sha not in attached:
+                problems.append(f"watch (step {index}) moved {name} to .imported/ but no receipt holds it")
+    return problems
 
 
 def check_point(job, receipt, point, states, commands):
@@ -230,9 +276,14 @@ def check_point(job, receipt, point, states, commands):
                 for k in point["expect"]:
                     if states[k] == state:
                         matched = k
+                inflight = point.get("inflight")
+                if matched is None and inflight is not None and commands[inflight]["partial"] \
+                        and part_of(states[inflight], state, states[inflight + 1]):
+                    matched = inflight + 0.5   # some of the command's receipts, each whole
                 if matched is None:
                     problems.append(f"the vault's receipts match none of the states {point['expect']} "
                                     f"({len(state)} receipts; expected {[len(states[k]) for k in point['expect']]})")
+                problems += inbox_problems(mnt, point, commands, state)
                 if point.get("inflight") is not None:
                     args = rerun_args(commands[point["inflight"]], state)
                     if args is not None:

@@ -34,6 +34,7 @@ extension Vault {
     func prepare(_ input: InputFile) throws -> PreparedBlob {
         try FileDescriptor.with(input.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) { fd in
             let st = try fd.stat()
+            if let checked = input.checked { return try prepare(fd, st, checked) }
             guard st.isRegular else { throw IOError("reading", path: input.path, errno: EINVAL) }
             var head = [UInt8](repeating: 0, count: 4096)
             let headCount = try head.withUnsafeMutableBytes { try fd.readFully(into: $0) }
@@ -71,4 +72,27 @@ extension Vault {
         }
     }
 
+
+    /// A file a manifest row checked: read again, and refused (naming the row's path) when it no
+    /// longer hashes as it did.
+    private func prepare(_ fd: FileDescriptor, _ st: FileStatus, _ checked: InputFile.Checked) throws -> PreparedBlob {
+        func changed(_ now: BlobID) -> VaultError {
+            VaultError.bad("\(checked.given) changed while it was being imported (it now hashes to \(now))")
+        }
+        guard st.isRegular else { throw VaultError.bad("\(checked.given) is no longer a regular file") }
+        if st.size < settings.inlineThreshold {
+            var bytes = [UInt8](repeating: 0, count: Int(st.size) + 1)
+            let n = try bytes.withUnsafeMutableBytes { try fd.readFully(into: $0) }
+            bytes.removeLast(bytes.count - min(n, bytes.count))
+            let id = SHA256Hasher.hash(bytes)
+            guard id == checked.id, n <= st.size else { throw changed(id) }
+            return PreparedBlob(id: id, size: Int64(n), mediaType: checked.mediaType, inline: bytes, staged: nil)
+        }
+        do {
+            let staged = try blobs.stage(from: fd, compression: settings.compression, expected: checked.id)
+            return PreparedBlob(id: staged.id, size: staged.size, mediaType: checked.mediaType, inline: nil, staged: staged)
+        } catch BlobError.mismatch(_, let actual) {
+            throw changed(actual)
+        }
+    }
 }

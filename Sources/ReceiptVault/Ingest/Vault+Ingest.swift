@@ -26,6 +26,15 @@ public struct Ingested: Sendable {
     public let deduplicated: Bool
 }
 
+/// What became of one item of an ingest, as its batch's rows see it.
+enum IngestOutcome: Sendable {
+    /// The item brought no bytes (its row refers to a blob the vault holds, or an earlier item brings).
+    case none
+    case ingested(Ingested)
+    /// Its source could not be read; the caller's `failed` said so and chose to go on.
+    case failed(String)
+}
+
 /// A source's content made ready to reference: small bytes for the catalog, a staged blob to
 /// install, a file already in the tree, or (from the stat cache) a blob the catalog holds already.
 struct PreparedBlob: Sendable {
@@ -41,50 +50,57 @@ struct PreparedBlob: Sendable {
 /// The items of one batch, prepared. Staging files it still holds are dropped when it goes (after
 /// an install they are gone already).
 final class PreparedBatch<Item: Sendable>: @unchecked Sendable {
-    var items: [(Item, PreparedBlob)] = []
+    enum State { case none, prepared(PreparedBlob), failed(String) }
+    var items: [(Item, State)] = []
     private let blobs: BlobStore
 
     init(blobs: BlobStore) { self.blobs = blobs }
 
     deinit {
-        for (_, blob) in items { if let staged = blob.staged { blobs.discard(staged) } }
+        for case (_, .prepared(let blob)) in items { if let staged = blob.staged { blobs.discard(staged) } }
     }
 }
 
 extension Vault {
     /// THE way bytes enter the vault (docs/DESIGN.md, "The ingest path"). Splits `items` into batches
-    /// within `budget`; per batch: prepares every source on every core (reading, hashing, staging with
-    /// direct I/O), installs the staged blobs (renames, then one syncfs), then in ONE transaction inserts
-    /// the blob rows and runs `rows` with the batch's blobs. So a blob is durable before any row
-    /// refers to it (I1), and whatever `rows` writes commits with the blob rows. Batch N+1 is prepared
-    /// while batch N is installed and committed (on a thread of its own; batches commit in order), and
-    /// `committed` gets each batch's result once it committed. A source that cannot be read (an
-    /// `IOError`) is handed to `unreadable` and left out; any other failure stops the ingest, batches
-    /// before it staying committed. The caller holds the vault lock shared (or exclusive).
+    /// within `budget` (a batch at least, even of none); per batch: prepares every item's source on
+    /// every core (reading, hashing, staging with direct I/O), installs the staged blobs (renames, then
+    /// one syncfs), then in ONE transaction inserts the blob rows (in address order) and runs `rows`
+    /// with each item's outcome. So a blob is durable before any row refers to it (I1), and whatever
+    /// `rows` writes (receipts, attachments, the outbox) commits with the blob rows or not at all.
+    /// Batch N+1 is prepared while batch N is installed and committed on a thread of its own (batches
+    /// commit in order), and `committed` gets each batch's result and the count of items done once it
+    /// committed. `source` is asked once per item, in order, on the calling thread (nil: the item
+    /// brings no bytes). A source that cannot be read goes to `failed`, which throws to stop the
+    /// ingest or returns the message its item's outcome carries; batches committed before a failure
+    /// stay committed. The caller holds the vault lock shared (or exclusive).
     func ingest<Item: Sendable, Out: Sendable>(
         _ items: [Item], into target: Catalog? = nil, budget: BatchBudget = BatchBudget(),
-        source: @escaping @Sendable (Item) -> IngestSource,
-        unreadable: (Item, IOError) throws -> Void = { _, error in throw error },
-        rows: @escaping @Sendable (CatalogWriter, [(Item, Ingested)]) throws -> Out,
+        source: (Item) -> IngestSource?,
+        failed: (Item, Error) throws -> String = { _, error in throw error },
+        rows: @escaping @Sendable (CatalogWriter, [(Item, IngestOutcome)]) throws -> Out,
         committed: (Out, _ itemsDone: Int) throws -> Void
     ) throws {
         let target = target ?? catalog
         var committing: Parallel.Background<Result<Out, Error>>?
         defer { _ = committing?.wait() }
         var start = items.startIndex
-        while start < items.endIndex {
+        repeat {
             var end = start
             var limits = budget
+            var sources: [IngestSource?] = []
             while end < items.endIndex && !limits.isFull {
-                let (size, inline) = cost(source(items[end]))
+                let source = source(items[end])
+                let (size, inline) = source.map(cost) ?? (0, true)
                 limits.add(size: size, inline: inline)
+                sources.append(source)
                 end += 1
             }
-            let prepared = try prepareBatch(items[start..<end], source: source, unreadable: unreadable)
+            let prepared = try prepareBatch(Array(items[start..<end]), sources, failed: failed)
             if let previous = committing { try committed(try previous.wait().get(), start) }
             committing = Parallel.Background { Result { try self.install(prepared, into: target, rows: rows) } }
             start = end
-        }
+        } while start < items.endIndex
         if let last = committing {
             committing = nil
             try committed(try last.wait().get(), items.count)
@@ -92,20 +108,22 @@ extension Vault {
     }
 
     /// `ingest` of one batch whose rows are written by the calling thread: for callers with a handful
-    /// of sources (attach, a sync page, a repair).
+    /// of sources (attach, a sync page, a repair). Any source that fails stops it.
     public func ingestOnce<Out>(_ sources: [IngestSource], rows: (CatalogWriter, [Ingested]) throws -> Out) throws -> Out {
         try ingestOnce(sources, into: nil, rows: rows)
     }
 
     func ingestOnce<Out>(_ sources: [IngestSource], into target: Catalog?,
                          rows: (CatalogWriter, [Ingested]) throws -> Out) throws -> Out {
-        let prepared = try prepareBatch(ArraySlice(sources.indices), source: { sources[$0] }, unreadable: { _, e in throw e })
-        return try install(prepared, into: target ?? catalog) { w, done in try rows(w, done.map(\.1)) }
+        let prepared = try prepareBatch(Array(sources.indices), sources, failed: { _, error in throw error })
+        return try install(prepared, into: target ?? catalog) { w, done in
+            try rows(w, done.compactMap { if case .ingested(let blob) = $0.1 { blob } else { nil } })
+        }
     }
 
     private func cost(_ source: IngestSource) -> (size: Int64, inline: Bool) {
         switch source {
-        case .file(let input): (input.status.size, input.status.size < settings.inlineThreshold)
+        case .file(let input): (input.size, input.size < settings.inlineThreshold)
         case .bytes(let bytes): (Int64(bytes.count), Int64(bytes.count) < settings.inlineThreshold)
         case .staged(let staged): (staged.storedSize, false)
         case .adopted: (0, false)
@@ -113,40 +131,51 @@ extension Vault {
     }
 
     /// Prepares the sources of a batch on every core.
-    private func prepareBatch<Item: Sendable>(_ batch: ArraySlice<Item>, source: @escaping @Sendable (Item) -> IngestSource,
-                                              unreadable: (Item, IOError) throws -> Void) throws -> PreparedBatch<Item> {
+    private func prepareBatch<Item: Sendable>(_ batch: [Item], _ sources: [IngestSource?],
+                                              failed: (Item, Error) throws -> String) throws -> PreparedBatch<Item> {
+        let work = sources.indices.filter { sources[$0] != nil }
         // Two threads per core: staging writes go straight to the device (direct I/O) and wait for it,
         // and the other thread of the core hashes meanwhile.
-        let outcomes = Parallel.mapLargestFirst(Array(batch), workers: 2 * Parallel.cores, cost: { self.cost(source($0)).size }) { item in
-            try self.prepare(source(item))
-        }
+        let outcomes = Parallel.mapLargestFirst(work.compactMap { sources[$0] }, workers: 2 * Parallel.cores,
+                                                cost: { self.cost($0).size }) { try self.prepare($0) }
         let prepared = PreparedBatch<Item>(blobs: blobs)
-        var firstError: Error?
-        for (item, outcome) in zip(batch, outcomes) {
-            switch outcome {
-            case .success(let blob): prepared.items.append((item, blob))
-            case .failure(let error as IOError) where firstError == nil: try unreadable(item, error)
-            case .failure(let error): firstError = firstError ?? error
-            }
+        prepared.items = batch.map { ($0, .none) }
+        for (index, outcome) in zip(work, outcomes) {
+            if case .success(let blob) = outcome { prepared.items[index].1 = .prepared(blob) }
         }
-        if let firstError { throw firstError }
+        for (index, outcome) in zip(work, outcomes) {
+            if case .failure(let error) = outcome { prepared.items[index].1 = .failed(try failed(batch[index], error)) }
+        }
         return prepared
     }
 
-    /// Installs the batch's staged blobs durably, then in one transaction inserts their rows and runs `rows`.
+    /// Installs the batch's staged blobs durably, then in one transaction inserts their rows (in
+    /// address order: each page of the blobs' index is then visited once) and runs `rows`.
     private func install<Item: Sendable, Out>(_ batch: PreparedBatch<Item>, into target: Catalog,
-                                              rows: (CatalogWriter, [(Item, Ingested)]) throws -> Out) throws -> Out {
+                                              rows: (CatalogWriter, [(Item, IngestOutcome)]) throws -> Out) throws -> Out {
         var installed: [BlobID: StoredBlob] = [:]
-        let staged = batch.items.compactMap(\.1.staged)
+        let staged = batch.items.compactMap { if case .prepared(let blob) = $0.1 { blob.staged } else { nil } }
         if !staged.isEmpty {
             for stored in try blobs.install(staged) { installed[stored.id] = installed[stored.id] ?? stored }
         }
         return try target.transaction { w in
-            var done: [(Item, Ingested)] = []
+            var done = [(Item, IngestOutcome)]()
             done.reserveCapacity(batch.items.count)
-            for (item, blob) in batch.items {
+            var order: [(BlobID, Int)] = []
+            for (index, (item, state)) in batch.items.enumerated() {
+                switch state {
+                case .none: done.append((item, .none))
+                case .failed(let message): done.append((item, .failed(message)))
+                case .prepared(let blob):
+                    done.append((item, .none))
+                    order.append((blob.id, index))
+                }
+            }
+            order.sort { $0.0 != $1.0 ? $0.0 < $1.0 : $0.1 < $1.1 }
+            for (_, index) in order {
+                guard case .prepared(let blob) = batch.items[index].1 else { continue }
                 let known = try recordBlob(w, blob, installed: blob.adopted ?? installed[blob.id])
-                done.append((item, Ingested(id: blob.id, size: blob.size, mediaType: blob.mediaType, deduplicated: known)))
+                done[index].1 = .ingested(Ingested(id: blob.id, size: blob.size, mediaType: blob.mediaType, deduplicated: known))
             }
             return try rows(w, done)
         }
