@@ -263,7 +263,7 @@ final class HouseholdSyncTests: XCTestCase {
         try await alice.ok(["remote", "set", h.server.url, "--account", "alice", "--token", String(repeating: "a", count: 64)])
         let refused = try await alice.run(["sync"])
         XCTAssertNotEqual(refused.status, 0)
-        XCTAssertTrue(refused.stderr.contains("bearer token"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("refused this vault's token"), refused.stderr)
         XCTAssertEqual(refused.stderr.split(separator: "\n").count, 1)
         checkNotEqual(try await alice.run(["zone", "create", "a/b"]).status, 0)
         checkNotEqual(try await alice.run(["zone", "create", "personal"]).status, 0)
