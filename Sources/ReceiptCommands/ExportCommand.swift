@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import ReceiptVault
 
 struct ExportCommand: ParsableCommand {
@@ -24,6 +25,8 @@ struct ExportCommand: ParsableCommand {
     @Flag(help: "Write one zip file instead of a folder.") var zip = false
 
     func run() throws {
+        // The exported copies are for the user to hand on: the user's umask decides who reads them.
+        _ = umask(userUmask)
         let vault = try options.openVault()
         let progress = ProgressLine("exporting")
         let report = try vault.export(to: destination, filter: ExportFilter(zone: zone, from: from, to: to), zip: zip) {

@@ -51,6 +51,9 @@ public final class ServerCatalog: Sendable {
             try FileSystem.makeDirectories(path, mode: 0o700)
             let store = BlobStore(root: path)
             try store.prepare()
+            // Private, as a vault's catalog: SQLite gives -wal and -shm the database file's mode.
+            let fd = Glibc.open(FileSystem.join(path, Self.fileName), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+            if fd >= 0 { Glibc.close(fd) }
             var config = Configuration()
             config.foreignKeysEnabled = true
             config.busyMode = .timeout(30)

@@ -127,8 +127,9 @@ public struct SyncClient: Sendable {
     static func check(_ status: HTTPResponseStatus, _ body: Data, method: HTTPMethod, path: String, baseURL: String) throws {
         guard !(200..<300).contains(Int(status.code)) else { return }
         if status.code == 401 {
-            throw SyncError("the server at \(baseURL) refused this vault's token (HTTP 401): it was rotated or revoked. "
-                + "Ask for a new one (`receipt server token-rotate` or `token-add` on the server) and set it with "
+            let said = (try? JSONDecoder().decode(WireError.self, from: body)).map { " (\($0.error))" } ?? ""
+            throw SyncError("the server at \(baseURL) refused this vault's token\(said): a wrong token, or one rotated or "
+                + "revoked. Ask for a new one (`receipt server token-rotate` or `token-add` on the server) and set it with "
                 + "`receipt remote set \(baseURL) --account NAME --token NEW`", status: 401)
         }
         if let error = try? JSONDecoder().decode(WireError.self, from: body) {
