@@ -45,6 +45,14 @@ public struct StoredBlob: Sendable, Equatable {
     public let encoding: BlobEncoding
     /// True when an identical blob was already installed and the staging file was dropped.
     public let deduplicated: Bool
+
+    public init(id: BlobID, size: Int64, storedSize: Int64, encoding: BlobEncoding, deduplicated: Bool) {
+        self.id = id
+        self.size = size
+        self.storedSize = storedSize
+        self.encoding = encoding
+        self.deduplicated = deduplicated
+    }
 }
 
 /// A file found under `blobs/`.
@@ -101,7 +109,8 @@ public struct BlobStore: Sendable {
 
     /// Where the blob's file lives once installed.
     public func path(for id: BlobID) -> String {
-        blobsPath + "/" + id.fanOut + "/" + id.hex
+        let hex = id.hex
+        return blobsPath + "/" + hex.prefix(2) + "/" + hex
     }
 
     public func contains(_ id: BlobID) -> Bool {

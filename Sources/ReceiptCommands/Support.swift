@@ -53,7 +53,7 @@ struct Failure {
             // One line per bad row; `main` prefixes the first one.
             return Failure(message: e.lines.joined(separator: "\nreceipt: "), status: unchanged)
         case let e as ProblemsExit: return Failure(message: e.message, status: problems)
-        case let e as VaultError: return Failure(message: e.message, status: unchanged)
+        case let e as VaultError: return Failure(message: e.message, status: e.kind == .partial ? problems : unchanged)
         case let e as BlobError: return Failure(message: e.description, status: problems)
         case let e: return Failure(message: String(describing: e), status: unchanged)
         }
@@ -129,6 +129,18 @@ final class ProgressLine: @unchecked Sendable {
         let elapsed = max(now.timeIntervalSince(start), 0.001)
         let text = String(format: "\r%@ %d rows, %@, %@/s \u{1B}[K", phase, items, Format.bytes(bytes),
                           Format.bytes(Int64(Double(bytes) / elapsed)))
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    /// Items of a known total (no bytes): count, rate and time left.
+    func update(label phase: String, items: Int, of total: Int) {
+        guard enabled else { return }
+        let now = Date()
+        guard now.timeIntervalSince(lastDraw) > 0.1 || items == total else { return }
+        lastDraw = now
+        let rate = Double(items) / max(now.timeIntervalSince(start), 0.001)
+        let left = rate > 0 ? Double(total - items) / rate : 0
+        let text = String(format: "\r%@ %d/%d files, %.1f/s, %@ left \u{1B}[K", phase, items, total, rate, Format.duration(left))
         FileHandle.standardError.write(Data(text.utf8))
     }
 

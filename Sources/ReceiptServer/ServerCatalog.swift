@@ -132,6 +132,7 @@ public final class ServerCatalog: Sendable {
                 """)
         }
         registerAccountMigrations(&m)
+        registerWebMigrations(&m)
         return m
     }
 

@@ -13,33 +13,27 @@ struct BlobTransfer {
 
     /// A blob file a killed sync installed but did not get to reference: adopted once it verifies.
     func adopted(_ id: BlobID) -> FetchedBlob? {
-        guard let storedSize = try? vault.blobs.storedSize(of: id), let encoding = try? vault.blobs.detectEncoding(id),
+        guard (try? vault.blobs.storedSize(of: id)) != nil, let encoding = try? vault.blobs.detectEncoding(id),
               let size = try? vault.blobs.verify(id, encoding: encoding), size >= vault.settings.inlineThreshold else {
             return nil
         }
-        return FetchedBlob(record: BlobRecord(sha256: id.hex, size: size, storedSize: storedSize, encoding: encoding.rawValue,
-                                              inline: nil, createdAt: nowMillis()), staged: nil)
+        return FetchedBlob(source: .adopted(id))
     }
 
     /// Downloads blobs for the vault as one bundle: inline bytes (in the returned rows) below the
     /// vault's inline threshold, else staged files, encoded as the vault stores blobs, for the caller
     /// to install (durably) before the rows are inserted. In the order of `ids`.
     func fetch(_ ids: [BlobID]) async throws -> [FetchedBlob] {
-        let now = nowMillis()
         let downloaded = try await client.download(ids, into: vault.blobs, inMemoryBelow: vault.settings.inlineThreshold)
         var fetched: [FetchedBlob] = []
         do {
-            for (id, blob) in zip(ids, downloaded) {
+            for blob in downloaded {
                 switch blob {
                 case .bytes(let bytes):
-                    fetched.append(FetchedBlob(record: BlobRecord(sha256: id.hex, size: Int64(bytes.count), storedSize: Int64(bytes.count),
-                                                                  encoding: BlobEncoding.identity.rawValue, inline: bytes, createdAt: now),
-                                               staged: nil))
+                    fetched.append(FetchedBlob(source: .bytes(bytes)))
                 case .staged(let file):
                     let encoded = try vault.blobs.encoded(file, compression: vault.settings.compression)
-                    fetched.append(FetchedBlob(record: BlobRecord(sha256: id.hex, size: encoded.size, storedSize: encoded.storedSize,
-                                                                  encoding: encoded.encoding.rawValue, inline: nil, createdAt: now),
-                                               staged: encoded))
+                    fetched.append(FetchedBlob(source: .staged(encoded)))
                 }
             }
         } catch {
@@ -141,18 +135,13 @@ public struct RemoteBlobFetcher: Sendable {
     }
 }
 
-/// A downloaded blob: its row, and for an external one the staged file to install before the row.
+/// A downloaded (or adopted) blob, for the vault's ingest path.
 struct FetchedBlob: Sendable {
-    var record: BlobRecord
-    var staged: StagedBlob?
+    var source: IngestSource
 
-    /// The row as the installed file says: an identical blob already there may be stored otherwise.
-    func installed(as stored: StoredBlob?) -> BlobRecord {
-        guard let stored else { return record }
-        var row = record
-        row.storedSize = stored.storedSize
-        row.encoding = stored.encoding.rawValue
-        return row
+    var staged: StagedBlob? {
+        if case .staged(let file) = source { return file }
+        return nil
     }
 }
 

@@ -32,7 +32,10 @@ enum LocalStore {
                                                     mediaType: $0["mediaType"]) }
         return (r.zone, WireReceipt(merchant: r.merchant, date: r.date, total: r.total, currency: r.currency,
                                     category: r.category, note: r.note, tags: r.tags, attachments: attachments,
-                                    createdAt: r.createdAt, modifiedAt: r.modifiedAt))
+                                    createdAt: r.createdAt, modifiedAt: r.modifiedAt,
+                                    // `none` travels as absent, as a revision-1 peer writes it.
+                                    status: r.status == ClaimStatus.none.rawValue ? nil : r.status,
+                                    claim: r.claim, reimbursedOn: r.reimbursedOn))
     }
 
     /// Makes the local receipt `id` in `zone` hold `content` (nil: deletes it). Every blob it
@@ -44,7 +47,9 @@ enum LocalStore {
         }
         let receipt = Receipt(id: id, zone: zone, merchant: content.merchant, date: content.date, total: content.total,
                               currency: content.currency, category: content.category, note: content.note,
-                              tags: content.tags, createdAt: content.createdAt, modifiedAt: content.modifiedAt)
+                              tags: content.tags, createdAt: content.createdAt, modifiedAt: content.modifiedAt,
+                              status: content.status ?? ClaimStatus.none.rawValue, claim: content.claim,
+                              reimbursedOn: content.reimbursedOn)
         try receipt.save(db)
         try db.execute(sql: "DELETE FROM attachments WHERE receiptID = ?", arguments: [id])
         for (position, a) in content.attachments.enumerated() {
@@ -71,14 +76,12 @@ enum LocalStore {
     }
 
     static func hasPending(_ db: Database, _ id: String) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM changes WHERE receiptID = ?)", arguments: [id]) ?? false
+        try Outbox.hasPending(db, id)
     }
 
     /// Ensures the outbox holds an entry for `id` (a merged version the server has not seen yet).
     static func ensurePending(_ db: Database, _ id: String, zone: String, deleted: Bool) throws {
-        if try hasPending(db, id) { return }
-        var change = Change(receiptID: id, zone: zone, kind: deleted ? .delete : .upsert, at: nowMillis())
-        try change.insert(db)
+        try CatalogWriter(db).recordChangeUnlessPending(id, zone: zone, deleted ? .delete : .upsert)
     }
 
     /// Addresses among `hexes` the catalog does not hold.

@@ -149,10 +149,7 @@ public struct RemoteConfig: Sendable, Equatable {
             if (oldURL != nil || oldAccount != nil) && (oldURL != normalized || oldAccount != account) {
                 try db.execute(sql: "DELETE FROM syncState")
                 try db.execute(sql: "UPDATE zones SET changeToken = NULL")
-                try db.execute(sql: """
-                    INSERT INTO changes(receiptID, zone, kind, at)
-                    SELECT r.id, r.zone, 'upsert', ? FROM receipts r JOIN zones z ON z.name = r.zone WHERE z.owner IS NULL
-                    """, arguments: [nowMillis()])
+                try CatalogWriter(db).requeueOwnZones()
             }
         }
     }

@@ -162,7 +162,7 @@ public final class SyncEngine {
             for z in local where z.owner != nil && !others.contains(z.name) {
                 try db.execute(sql: "DELETE FROM receipts WHERE zone = ?", arguments: [z.name])
                 try db.execute(sql: "DELETE FROM syncState WHERE zone = ?", arguments: [z.name])
-                try db.execute(sql: "DELETE FROM changes WHERE zone = ?", arguments: [z.name])
+                try CatalogWriter(db).dropOutbox(zone: z.name)
                 try db.execute(sql: "DELETE FROM zones WHERE name = ?", arguments: [z.name])
             }
         }
@@ -223,11 +223,9 @@ public final class SyncEngine {
 
     func collectOutgoing(_ zones: [String: ZoneRef], only: Set<String>?, skip: Set<String>) throws -> [Outgoing] {
         try vault.catalog.write { db in
-            var latest: [String: (zone: String, seq: Int64)] = [:]
-            let rows = try Row.fetchAll(db, sql: "SELECT receiptID, zone, seq FROM changes ORDER BY seq")
-            for row in rows { latest[row["receiptID"]] = (row["zone"], row["seq"]) }
             var out: [Outgoing] = []
-            for (id, change) in latest.sorted(by: { $0.value.seq < $1.value.seq }) {
+            for pending in try Outbox.pending(db) {
+                let (id, change) = (pending.receiptID, (zone: pending.zone, seq: pending.seq))
                 if let only, !only.contains(id) { continue }
                 if skip.contains(id) { continue }
                 let current = try LocalStore.content(db, id)
@@ -236,7 +234,7 @@ public final class SyncEngine {
                 guard let zone = zones[zoneName] else { continue }
                 if current == nil && (state == nil || state?.base == nil) {
                     // Created and deleted before the server saw it, or already deleted there.
-                    try db.execute(sql: "DELETE FROM changes WHERE receiptID = ? AND seq <= ?", arguments: [id, change.seq])
+                    try CatalogWriter(db).settle(id, through: change.seq)
                     continue
                 }
                 let baseTag = state?.zone == zoneName ? state?.changeTag : nil
@@ -306,7 +304,7 @@ public final class SyncEngine {
                 case .saved:
                     guard let tag = result.changeTag else { continue }
                     try LocalStore.setState(db, result.id, zone: item.zone.local, tag: tag, base: item.record.receipt)
-                    try db.execute(sql: "DELETE FROM changes WHERE receiptID = ? AND seq <= ?", arguments: [result.id, item.seq])
+                    try CatalogWriter(db).settle(result.id, through: item.seq)
                     report.pushed += 1
                 case .conflict:
                     let server = result.server ?? WireRecord(id: result.id, changeTag: "", receipt: nil)
@@ -346,7 +344,7 @@ public final class SyncEngine {
             try LocalStore.setState(db, server.id, zone: zone.local, tag: server.changeTag, base: server.receipt)
         }
         if LocalStore.same(merged, server.receipt) {
-            try db.execute(sql: "DELETE FROM changes WHERE receiptID = ?", arguments: [server.id])
+            try CatalogWriter(db).settle(server.id)
         } else {
             try LocalStore.ensurePending(db, server.id, zone: zone.local, deleted: merged == nil)
         }
@@ -422,18 +420,15 @@ public final class SyncEngine {
     /// `wipe --remote` elsewhere). The owner's receipts are queued to be pushed into the new zone;
     /// a participant's copy is dropped and pulled again from the owner's new zone.
     func forget(_ zone: ZoneRef) throws {
-        try vault.catalog.write { db in
+        try vault.catalog.transaction { w in
+            let db = w.db
             if zone.role == WireRole.owner.rawValue {
                 try db.execute(sql: "DELETE FROM syncState WHERE zone = ?", arguments: [zone.local])
-                try db.execute(sql: """
-                    INSERT INTO changes(receiptID, zone, kind, at)
-                    SELECT id, zone, 'upsert', ? FROM receipts
-                    WHERE zone = ? AND id NOT IN (SELECT receiptID FROM changes)
-                    """, arguments: [nowMillis(), zone.local])
+                try w.requeue(zone: zone.local)
             } else {
                 try db.execute(sql: "DELETE FROM receipts WHERE zone = ?", arguments: [zone.local])
                 try db.execute(sql: "DELETE FROM syncState WHERE zone = ?", arguments: [zone.local])
-                try db.execute(sql: "DELETE FROM changes WHERE zone = ?", arguments: [zone.local])
+                try w.dropOutbox(zone: zone.local)
             }
             try db.execute(sql: "UPDATE zones SET changeToken = NULL WHERE name = ?", arguments: [zone.local])
         }
@@ -454,7 +449,7 @@ public final class SyncEngine {
             guard let receipt = record.receipt else { return }
             try LocalStore.apply(db, id: record.id, zone: zone.local, content: receipt)
             try LocalStore.setState(db, record.id, zone: zone.local, tag: record.changeTag, base: receipt)
-            try db.execute(sql: "DELETE FROM changes WHERE receiptID = ?", arguments: [record.id])
+            try CatalogWriter(db).settle(record.id)
             report.pulled += 1
             return
         }
@@ -508,17 +503,10 @@ public final class SyncEngine {
         return fetched
     }
 
-    /// Installs the fetched files durably (one flush for all), then, in one transaction, inserts the
-    /// blobs' rows and runs `body`. The caller holds the vault lock shared.
+    /// Hands the fetched blobs to the vault's ingest path: installed durably (one flush for all),
+    /// then in one transaction their rows and `body`. The caller holds the vault lock shared.
     func commit(_ fetched: [FetchedBlob], _ body: (Database) throws -> Void) throws {
         report.blobsDownloaded += fetched.count
-        let staged = fetched.compactMap(\.staged)
-        var installed: [BlobID: StoredBlob] = [:]
-        for stored in try vault.blobs.install(staged) { installed[stored.id] = stored }
-        let rows = fetched.map { $0.installed(as: $0.staged.flatMap { installed[$0.id] }) }
-        try vault.catalog.write { db in
-            for blob in rows { try blob.insert(db, onConflict: .ignore) }
-            try body(db)
-        }
+        try vault.ingestOnce(fetched.map(\.source)) { w, _ in try body(w.db) }
     }
 }

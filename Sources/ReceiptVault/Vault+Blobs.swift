@@ -2,6 +2,7 @@ import BlobStore
 import Foundation
 import GRDB
 import ReceiptCatalog
+import ReceiptText
 
 public struct VaultStats: Codable, Sendable, Equatable {
     public var receipts: Int
@@ -13,6 +14,10 @@ public struct VaultStats: Codable, Sendable, Equatable {
     public var logicalBytes: Int64
     /// Bytes the blobs take: files (after compression) plus inline bytes.
     public var storedBytes: Int64
+    /// Referenced blobs whose text is extracted (or recorded as failed) by the current extractor.
+    public var indexedBlobs: Int = 0
+    /// Referenced blobs whose text is still to extract (`receipt index`).
+    public var pendingIndex: Int = 0
 }
 
 extension Vault {
@@ -31,28 +36,22 @@ extension Vault {
                 return id
             }
             return try locked(.shared) {
-                let prepared = try inputs.map { try prepare($0) }
-                defer { for p in prepared { if let s = p.staged { blobs.discard(s) } } }
-                let installed = try installStaged(prepared)
-                let now = nowMillis()
-                return try catalog.write { db in
+                try ingestOnce(inputs.map { .file($0) }) { w, ingested in
+                    let db = w.db
                     guard var receipt = try Receipt.fetchOne(db, key: id) else {
                         throw VaultError(.notFound, "receipt \(id) was deleted meanwhile")
                     }
                     var position = (try Int.fetchOne(db, sql: "SELECT max(position) FROM attachments WHERE receiptID = ?",
                                                      arguments: [id]) ?? -1) + 1
-                    for (input, blob) in zip(inputs, prepared) {
-                        _ = try recordBlob(db, blob, installed: installed[blob.id], at: now)
-                        let attachment = Attachment(receiptID: id, sha256: blob.id.hex, filename: input.name,
-                                                    mediaType: blob.mediaType, position: position)
-                        if try !attachment.exists(db) {
-                            try attachment.insert(db)
+                    for (input, blob) in zip(inputs, ingested) {
+                        if try w.insertAttachment(receiptID: id, blob: blob.id, filename: input.name,
+                                                  mediaType: blob.mediaType, position: position) {
                             position += 1
                         }
                     }
-                    receipt.modifiedAt = now
+                    receipt.modifiedAt = w.now
                     try receipt.update(db)
-                    try recordChange(db, id, zone: receipt.zone, .upsert)
+                    try w.recordChange(id, zone: receipt.zone, .upsert)
                     return try views(db, [receipt])[0]
                 }
             }
@@ -125,8 +124,10 @@ extension Vault {
                     FROM blobs
                     """)
                 guard let row else { throw VaultError(.io, "the catalog returned no statistics") }
+                let text = try Catalog.textCounts(db, version: TextExtractor.version)
                 return VaultStats(receipts: row[0], attachments: row[1], blobs: row[2], externalBlobs: row[3],
-                                  inlineBlobs: row[4], logicalBytes: row[5], storedBytes: row[6])
+                                  inlineBlobs: row[4], logicalBytes: row[5], storedBytes: row[6],
+                                  indexedBlobs: text.indexed, pendingIndex: text.pending)
             }
         }
     }

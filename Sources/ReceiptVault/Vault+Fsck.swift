@@ -262,6 +262,7 @@ extension Vault {
             defer { try? vault.close() }
             do {
                 try await vault.checkInvariants(options, sink: sink)
+                try vault.checkSearchIndex(repair: options.repair, sink: sink)
             } catch let error as CancellationError {
                 throw error
             } catch {
@@ -480,9 +481,8 @@ extension Vault {
             var problem = FsckProblem(.corruptBlob, sha256: id.hex, receipts: receipts(id.hex), path: catalog.path,
                                       detail: "inline blob \(id) is corrupt: \(detail)")
             if repair, let stored = await refetch(id, options) {
-                try catalog.write { db in
-                    try db.execute(sql: "UPDATE blobs SET inline = NULL, encoding = ?, storedSize = ? WHERE sha256 = ?",
-                                   arguments: [stored.encoding.rawValue, stored.storedSize, id.hex])
+                try catalog.transaction { w in
+                    try w.rerecordBlob(id, size: nil, storedSize: stored.storedSize, encoding: stored.encoding)
                 }
                 problem.repaired = true
                 problem.detail += "; fetched back from the sync server"
@@ -525,19 +525,14 @@ extension Vault {
             case .good, .unhashed:
                 continue
             case .misrecorded(let encoding, let size, let storedSize, _):
-                try catalog.write { db in
-                    try db.execute(sql: "UPDATE blobs SET encoding = ?, size = ?, storedSize = ? WHERE sha256 = ?",
-                                   arguments: [encoding.rawValue, size, storedSize, item.id.hex])
+                try catalog.transaction { w in
+                    try w.rerecordBlob(item.id, size: size, storedSize: storedSize, encoding: encoding)
                 }
                 problem.repaired = true
                 problem.detail += "; the catalog now records the file as it is"
             case .missing where refs.isEmpty:
                 if !FileSystem.exists(item.path) {
-                    try catalog.write { db in
-                        try db.execute(sql: """
-                            DELETE FROM blobs WHERE sha256 = ? AND NOT EXISTS (SELECT 1 FROM attachments WHERE sha256 = ?)
-                            """, arguments: [item.id.hex, item.id.hex])
-                    }
+                    try catalog.transaction { w in try w.deleteBlobIfUnreferenced(item.id) }
                     problem.repaired = true
                     problem.detail += "; its row was removed"
                 }
@@ -553,18 +548,14 @@ extension Vault {
             var problem = FsckProblem(.missingBlob, sha256: sha, receipts: refs, path: blobs.path(for: id),
                                       detail: "blob \(sha) of \(refs.count) receipt(s) has no row in the catalog")
             if repair {
-                if let encoding = try? blobs.detectEncoding(id), let stored = try? blobs.storedSize(of: id) {
-                    let size = try blobs.verify(id, encoding: encoding)
-                    try catalog.write { db in
-                        try BlobRecord(sha256: sha, size: size, storedSize: stored, encoding: encoding.rawValue,
-                                       inline: nil, createdAt: nowMillis()).insert(db)
-                    }
+                if (try? blobs.detectEncoding(id)) != nil, (try? blobs.storedSize(of: id)) != nil {
+                    try ingestOnce([.adopted(id)]) { _, _ in }
                     problem.repaired = true
                     problem.detail += "; its file is good and is recorded again"
                 } else if let stored = await refetch(id, options) {
-                    try catalog.write { db in
-                        try BlobRecord(sha256: sha, size: stored.size, storedSize: stored.storedSize,
-                                       encoding: stored.encoding.rawValue, inline: nil, createdAt: nowMillis()).insert(db)
+                    try catalog.transaction { w in
+                        try w.insertBlob(NewBlob(external: id, size: stored.size, storedSize: stored.storedSize,
+                                                 encoding: stored.encoding))
                     }
                     problem.repaired = true
                     problem.detail += "; fetched back from the sync server"
@@ -593,8 +584,8 @@ extension Vault {
                 var problem = FsckProblem(.orphanBlob, sha256: item.id.hex, path: item.path,
                                           detail: "blob file \(item.path) is recorded by no catalog row (left by an interrupted import)")
                 if repair {
-                    if let encoding = try? blobs.detectEncoding(item.id) {
-                        let receipt = try adoptIntoRecovered([item.id: encoding])
+                    if (try? blobs.detectEncoding(item.id)) != nil {
+                        let receipt = try adoptIntoRecovered([item.id])
                         problem.receipts = receipt
                         problem.receipt = receipt.first
                         problem.repaired = true
@@ -700,9 +691,8 @@ extension Vault {
             quarantineInto(&problem, path, repairedByMove: false)
         }
         if let stored = await refetch(id, options) {
-            try catalog.write { db in
-                try db.execute(sql: "UPDATE blobs SET encoding = ?, size = ?, storedSize = ? WHERE sha256 = ?",
-                               arguments: [stored.encoding.rawValue, stored.size, stored.storedSize, id.hex])
+            try catalog.transaction { w in
+                try w.rerecordBlob(id, size: stored.size, storedSize: stored.storedSize, encoding: stored.encoding)
             }
             problem.repaired = true
             problem.detail += "; fetched back from the sync server"
@@ -722,22 +712,10 @@ extension Vault {
 
     /// Records good blob files no row described and makes each an attachment of a new receipt in
     /// zone `recovered`. Returns the receipts' ids.
-    func adoptIntoRecovered(_ files: [BlobID: BlobEncoding]) throws -> [String] {
-        var described: [(BlobID, BlobEncoding, Int64, Int64, String)] = []
-        for (id, encoding) in files.sorted(by: { $0.key < $1.key }) {
-            let size = try blobs.verify(id, encoding: encoding)
-            let stored = try blobs.storedSize(of: id) ?? 0
-            described.append((id, encoding, size, stored, try Self.sniffMediaType(blobs, id, encoding)))
-        }
-        return try catalog.write { db in
-            try ensureRecoveredZone(db)
-            var ids: [String] = []
-            for (id, encoding, size, stored, mediaType) in described {
-                try BlobRecord(sha256: id.hex, size: size, storedSize: stored, encoding: encoding.rawValue,
-                               inline: nil, createdAt: nowMillis()).insert(db, onConflict: .ignore)
-                ids.append(try Self.insertRecoveredReceipt(db, id, mediaType: mediaType))
-            }
-            return ids
+    func adoptIntoRecovered(_ files: [BlobID]) throws -> [String] {
+        try ingestOnce(files.sorted().map { .adopted($0) }) { w, adopted in
+            try ensureRecoveredZone(w.db)
+            return try adopted.map { try Self.insertRecoveredReceipt(w, $0.id, mediaType: $0.mediaType) }
         }
     }
 
@@ -745,16 +723,15 @@ extension Vault {
         try Zone(name: Zone.recovered, createdAt: nowMillis()).insert(db, onConflict: .ignore)
     }
 
-    static func insertRecoveredReceipt(_ db: Database, _ id: BlobID, mediaType: String) throws -> String {
-        let now = nowMillis()
+    static func insertRecoveredReceipt(_ w: CatalogWriter, _ id: BlobID, mediaType: String) throws -> String {
+        let (db, now) = (w.db, w.now)
         let receipt = Receipt(id: UUID().uuidString.lowercased(), zone: Zone.recovered,
                               note: "recovered by `receipt fsck --repair`: blob \(id.hex) was in the vault without a catalog record",
                               createdAt: now, modifiedAt: now)
         try receipt.insert(db)
         try Attachment(receiptID: receipt.id, sha256: id.hex, filename: "recovered-\(id.hex.prefix(12))" + fileExtension(mediaType),
                        mediaType: mediaType, position: 0).insert(db)
-        var change = Change(receiptID: receipt.id, zone: Zone.recovered, kind: .upsert, at: now)
-        try change.insert(db)
+        try w.recordChange(receipt.id, zone: Zone.recovered, .upsert)
         return receipt.id
     }
 

@@ -80,8 +80,8 @@ extension Vault {
         var counts = (receipts: 0, attachments: 0, inline: 0, recovered: 0)
         var missing: [(String, [String])] = []
         do {
-            try fresh.write { db in
-                let now = nowMillis()
+            try fresh.transaction { w in
+                let (db, now) = (w.db, w.now)
                 for row in salvaged.rows("settings") { _ = try? copy(row, into: "settings", db, replace: true) }
                 for row in salvaged.rows("zones") { _ = try? copy(row, into: "zones", db) }
                 // Blob rows: inline ones whose bytes still hash to their address; external ones whose
@@ -91,16 +91,13 @@ extension Vault {
                     if let data = row["inline"] as Data? {
                         let bytes = [UInt8](data)
                         if SHA256Hasher.hash(bytes) == id {
-                            try BlobRecord(sha256: id.hex, size: Int64(bytes.count), storedSize: Int64(bytes.count),
-                                           encoding: BlobEncoding.identity.rawValue, inline: bytes,
-                                           createdAt: (row["createdAt"] as Int64?) ?? now).insert(db, onConflict: .ignore)
+                            try w.insertBlob(NewBlob(inline: bytes, id: id), createdAt: row["createdAt"] as Int64?)
                             counts.inline += 1
                         }
                     }
                 }
                 for (id, file) in good {
-                    try BlobRecord(sha256: id.hex, size: file.size, storedSize: file.stored, encoding: file.encoding.rawValue,
-                                   inline: nil, createdAt: now).insert(db, onConflict: .ignore)
+                    try w.insertBlob(NewBlob(external: id, size: file.size, storedSize: file.stored, encoding: file.encoding))
                 }
                 for row in salvaged.rows("receipts") {
                     if let zone = row["zone"] as String? {
@@ -116,14 +113,14 @@ extension Vault {
                         if let i = missing.firstIndex(where: { $0.0 == sha }) { missing[i].1.append(receipt) } else { missing.append((sha, [receipt])) }
                     }
                 }
-                for row in salvaged.rows("changes") { _ = try? copy(row, into: "changes", db) }
+                for row in salvaged.rows("changes") {
+                    guard let receipt = row["receiptID"] as String?, let zone = row["zone"] as String?,
+                          let kind = (row["kind"] as String?).flatMap(Change.Kind.init(rawValue:)) else { continue }
+                    try w.recordChange(receipt, zone: zone, kind, at: row["at"] as Int64?)
+                }
                 for row in salvaged.rows("syncState") { _ = try? copy(row, into: "syncState", db) }
                 // Every receipt is pushed again where a server is set.
-                for id in try String.fetchAll(db, sql: "SELECT id FROM receipts") {
-                    let zone = try String.fetchOne(db, sql: "SELECT zone FROM receipts WHERE id = ?", arguments: [id]) ?? Zone.personal
-                    var change = Change(receiptID: id, zone: zone, kind: .upsert, at: now)
-                    try change.insert(db)
-                }
+                try w.requeueAll()
             }
             // Blob files no salvaged attachment refers to. When the old attachments were read to the
             // end, a row they did not refer to was garbage before (kept for gc as it was); otherwise
@@ -136,10 +133,10 @@ extension Vault {
                 if attachmentsComplete && salvagedRows.contains(id.hex) { continue }
                 adopt.append((id, try sniffMediaType(store, id, file.encoding)))
             }
-            try fresh.write { db in
-                if !adopt.isEmpty { try Zone(name: Zone.recovered, createdAt: nowMillis()).insert(db, onConflict: .ignore) }
+            try fresh.transaction { w in
+                if !adopt.isEmpty { try Zone(name: Zone.recovered, createdAt: w.now).insert(w.db, onConflict: .ignore) }
                 for (id, mediaType) in adopt {
-                    _ = try insertRecoveredReceipt(db, id, mediaType: mediaType)
+                    _ = try insertRecoveredReceipt(w, id, mediaType: mediaType)
                     counts.recovered += 1
                 }
             }

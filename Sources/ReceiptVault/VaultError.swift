@@ -1,4 +1,5 @@
 import BlobStore
+import Foundation
 import GRDB
 import ReceiptCatalog
 
@@ -14,6 +15,8 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
         case unusableVault
         /// An operating-system or storage failure.
         case io
+        /// A failure after part of the work was committed: the message says what was.
+        case partial
     }
 
     public let kind: Kind
@@ -27,6 +30,18 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
     public var description: String { message }
 
     static func bad(_ message: String) -> VaultError { VaultError(.badInput, message) }
+
+    /// `error` as it reads once part of the work committed (`done` says what; nil: nothing did, and
+    /// `error` is thrown as it is): its "nothing was changed" would no longer be true.
+    static func partial(_ error: Error, done: String?) -> Error {
+        guard let done else { return error }
+        let wrapped = wrap(error)
+        var message = (wrapped as? VaultError)?.message ?? "\(wrapped)"
+        for claim in ["; nothing was changed", ": nothing was changed", "nothing was changed"] {
+            message = message.replacingOccurrences(of: claim, with: "")
+        }
+        return VaultError(.partial, message + "; " + done)
+    }
 }
 
 extension VaultError {

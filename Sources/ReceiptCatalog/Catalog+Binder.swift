@@ -1,0 +1,97 @@
+import GRDB
+import GRDBSQLite
+
+/// Statements the catalog runs once a row, prepared once per transaction and bound and stepped
+/// through SQLite's C API: GRDB's record layer (SQL generation, Codable encoding, boxing every
+/// argument) costs more than SQLite itself at 100,000 rows. Every caller of `CatalogWriter` gets it.
+final class RowStatements {
+    private var held: [Int: Statement] = [:]
+
+    func handle(_ slot: Int, _ sql: String, _ db: Database) throws -> SQLiteStatement {
+        if let statement = held[slot] { return statement.sqliteStatement }
+        let statement = try db.cachedStatement(sql: sql)
+        held[slot] = statement
+        return statement.sqliteStatement
+    }
+
+    /// Binds the values in order (each copied by SQLite) and runs the statement once; returns the
+    /// rows it changed.
+    func run(_ slot: Int, _ sql: String, _ db: Database, _ bind: (inout RowBinder) -> Void) throws -> Int {
+        let handle = try handle(slot, sql, db)
+        sqlite3_reset(handle)
+        var binder = RowBinder(handle: handle)
+        bind(&binder)
+        // A value SQLite could not take (too big, no memory) must not run with the last row's value.
+        let code = binder.failure == SQLITE_OK ? sqlite3_step(handle) : binder.failure
+        guard code == SQLITE_DONE else {
+            let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
+            sqlite3_reset(handle)
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql)
+        }
+        sqlite3_reset(handle)
+        return db.changesCount
+    }
+
+    /// The first column of the first row of a query taking one text argument, as text (nil: no row,
+    /// or NULL).
+    static func text(_ db: Database, _ sql: String, _ argument: String) throws -> String? {
+        let handle = try db.cachedStatement(sql: sql).sqliteStatement
+        sqlite3_reset(handle)
+        defer { sqlite3_reset(handle) }
+        var code = sqlite3_bind_text(handle, 1, argument, -1, RowBinder.transient)
+        if code == SQLITE_OK { code = sqlite3_step(handle) }
+        switch code {
+        case SQLITE_ROW:
+            return sqlite3_column_text(handle, 0).map { String(cString: $0) }
+        case SQLITE_DONE:
+            return nil
+        default:
+            throw DatabaseError(resultCode: ResultCode(rawValue: code),
+                                message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
+        }
+    }
+}
+
+struct RowBinder {
+    let handle: OpaquePointer
+    private var index: Int32 = 0
+    /// The first binding SQLite refused.
+    private(set) var failure = SQLITE_OK
+
+    init(handle: OpaquePointer) { self.handle = handle }
+
+    /// Text without NUL (checked before: paths, names and metadata refuse it; the rest is ours).
+    mutating func text(_ value: String?) {
+        index += 1
+        if let value {
+            check(sqlite3_bind_text(handle, index, value, -1, Self.transient))
+        } else {
+            check(sqlite3_bind_null(handle, index))
+        }
+    }
+
+    mutating func int(_ value: Int64) {
+        index += 1
+        check(sqlite3_bind_int64(handle, index, value))
+    }
+
+    mutating func blob(_ bytes: [UInt8]?) {
+        index += 1
+        guard let bytes else {
+            check(sqlite3_bind_null(handle, index))
+            return
+        }
+        // An empty file is an empty blob, not NULL (which would say "not inline").
+        if bytes.isEmpty {
+            check(sqlite3_bind_zeroblob(handle, index, 0))
+            return
+        }
+        check(bytes.withUnsafeBytes { sqlite3_bind_blob64(handle, index, $0.baseAddress, UInt64($0.count), Self.transient) })
+    }
+
+    private mutating func check(_ code: Int32) {
+        if code != SQLITE_OK && failure == SQLITE_OK { failure = code }
+    }
+
+    static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+}

@@ -1,0 +1,79 @@
+import BlobStore
+import GRDB
+
+/// A write transaction of the catalog, and the ONLY writer of blob rows (`Catalog+Blobs.swift`) and
+/// outbox entries (`Catalog+Outbox.swift`): every blob row is inserted by `insertBlob`, which the
+/// vault's ingest path calls after the blob is durable (I1), and every local change of a receipt
+/// writes its outbox entry through `recordChange` in the same transaction (I6). See "The ingest
+/// path" in docs/DESIGN.md. Per-row statements go through `RowStatements` (SQLite's C API).
+public struct CatalogWriter {
+    public let db: Database
+    /// The time every row this transaction writes carries.
+    public let now: Millis
+    let statements = RowStatements()
+
+    public init(_ db: Database, now: Millis = nowMillis()) {
+        self.db = db
+        self.now = now
+    }
+}
+
+extension Catalog {
+    /// One write transaction, through a `CatalogWriter`.
+    @discardableResult
+    public func transaction<T>(_ body: (CatalogWriter) throws -> T) throws -> T {
+        try pool.write { db in try body(CatalogWriter(db)) }
+    }
+}
+
+extension CatalogWriter {
+    /// Inserts a new receipt (its `tags` column given as the JSON text GRDB's Codable records write).
+    public func insertReceipt(_ r: Receipt, tagsJSON: String) throws {
+        _ = try statements.run(1, """
+            INSERT INTO receipts(id, zone, merchant, date, total, currency, category, note, tags, createdAt, modifiedAt,
+                                 status, claim, reimbursedOn)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, db) {
+            for text in [r.id, r.zone, r.merchant, r.date, r.total, r.currency, r.category, r.note, tagsJSON] { $0.text(text) }
+            $0.int(r.createdAt)
+            $0.int(r.modifiedAt)
+            for text in [r.status, r.claim, r.reimbursedOn] { $0.text(text) }
+        }
+    }
+
+    /// Attaches a blob (whose row must exist) to a receipt; false when the receipt already holds it.
+    public func insertAttachment(receiptID: String, blob: BlobID, filename: String, mediaType: String,
+                                 position: Int) throws -> Bool {
+        try statements.run(2, """
+            INSERT OR IGNORE INTO attachments(receiptID, sha256, filename, mediaType, position) VALUES (?, ?, ?, ?, ?)
+            """, db) {
+            $0.text(receiptID)
+            $0.text(blob.hex)
+            $0.text(filename)
+            $0.text(mediaType)
+            $0.int(Int64(position))
+        } > 0
+    }
+
+    /// The import stat cache entry, so an unchanged file is not hashed again by the next import.
+    public func rememberImport(path: String, status: FileStatus, blob: BlobID) throws {
+        _ = try statements.run(4, """
+            INSERT OR REPLACE INTO importCache(path, device, inode, size, mtimeNs, sha256) VALUES (?, ?, ?, ?, ?, ?)
+            """, db) {
+            $0.text(path)
+            $0.int(Int64(bitPattern: status.device))
+            $0.int(Int64(bitPattern: status.inode))
+            $0.int(status.size)
+            $0.int(status.mtimeNanoseconds)
+            $0.text(blob.hex)
+        }
+    }
+}
+
+extension Catalog {
+    /// The first column of the first row of a query taking one text argument, as text, through
+    /// SQLite's C API (a lookup a large manifest makes once a row).
+    public static func text(_ db: Database, _ sql: String, _ argument: String) throws -> String? {
+        try RowStatements.text(db, sql, argument)
+    }
+}

@@ -1,0 +1,39 @@
+import BlobStore
+
+/// How much one import batch may gather before it is flushed and committed. Fewer, larger batches
+/// mean fewer flushes (two syncfs and one SQLite commit each); the limits keep resources bounded.
+struct BatchBudget {
+    /// Each staged file stays open and locked until the batch is installed.
+    static let stagedFilesLimit = 256
+    /// Staged bytes wait in interim/ (on disk, not in memory) until the batch is installed.
+    static let stagedBytesLimit: Int64 = 1 << 30
+    /// Small files are held in memory until their rows commit: 32 MiB for one batch at a time, half
+    /// that where two are in flight (a folder import stages one while the one before it commits).
+    let inlineBytesLimit: Int64
+    /// Rows of one transaction.
+    static let rowsLimit = 16384
+
+    init(inlineBytesLimit: Int64 = 32 << 20) {
+        self.inlineBytesLimit = inlineBytesLimit
+    }
+
+    private var rows = 0
+    private var staged = 0
+    private var stagedBytes: Int64 = 0
+    private var inlineBytes: Int64 = 0
+
+    mutating func add(size: Int64, inline: Bool) {
+        rows += 1
+        if inline {
+            inlineBytes += size
+        } else {
+            staged += 1
+            stagedBytes += size
+        }
+    }
+
+    var isFull: Bool {
+        rows >= Self.rowsLimit || staged >= Self.stagedFilesLimit || stagedBytes >= Self.stagedBytesLimit
+            || inlineBytes >= inlineBytesLimit
+    }
+}
