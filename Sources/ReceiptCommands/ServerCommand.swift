@@ -62,7 +62,8 @@ struct ServerRunCommand: AsyncParsableCommand {
         let json = options.json
         let data = self.data
         let scheme = tls == nil ? "http" : "https"
-        try await SyncServer.run(dataPath: data, host: host, port: port, tls: tls, logger: logger) { bound in
+        let limits = ServerLimits(accessLog: true)
+        try await SyncServer.run(dataPath: data, host: host, port: port, limits: limits, tls: tls, logger: logger) { bound in
             if json {
                 Output.line("{\"listening\":\"\(host):\(bound)\",\"url\":\"\(scheme)://\(host):\(bound)\"}")
             } else {

@@ -9,6 +9,8 @@ import Glibc
 public struct ServerError: Error, CustomStringConvertible, Sendable {
     public let code: Int
     public let message: String
+    /// Seconds, for a 429.
+    public var retryAfter: Int?
     public init(_ code: Int, _ message: String) {
         self.code = code
         self.message = message
