@@ -9,7 +9,7 @@ struct ServerCommand: AsyncParsableCommand {
         commandName: "server", abstract: "Run a sync server, or manage the accounts, tokens and blobs of its data folder.",
         subcommands: [ServerAccountAddCommand.self, ServerAccountListCommand.self, ServerTokenAddCommand.self,
                       ServerTokenRotateCommand.self, ServerTokenRevokeCommand.self, ServerAccountQuotaCommand.self,
-                      ServerAccountRemoveCommand.self, ServerCertCommand.self, ServerRunCommand.self,
+                      ServerAccountRemoveCommand.self, ServerCertCommand.self, ServerGCCommand.self, ServerRunCommand.self,
                       ServerPasswdCommand.self, ServerSessionsRevokeCommand.self])
 }
 
@@ -62,7 +62,8 @@ struct ServerRunCommand: AsyncParsableCommand {
         let json = options.json
         let data = self.data
         let scheme = tls == nil ? "http" : "https"
-        try await SyncServer.run(dataPath: data, host: host, port: port, tls: tls, logger: logger) { bound in
+        let limits = ServerLimits(accessLog: true)
+        try await SyncServer.run(dataPath: data, host: host, port: port, limits: limits, tls: tls, logger: logger) { bound in
             if json {
                 Output.line("{\"listening\":\"\(host):\(bound)\",\"url\":\"\(scheme)://\(host):\(bound)\"}")
             } else {
@@ -105,5 +106,36 @@ struct ServerCertCommand: ParsableCommand {
         Output.line(made.sha256)
         Output.note("wrote \(result.cert) and \(result.key) (for \(host.joined(separator: ", "))); clients pin it with "
             + "`receipt remote set https://\(host[0]):PORT --account NAME --token TOKEN --pin \(made.sha256)`")
+    }
+}
+
+struct ServerGCCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gc",
+        abstract: "Delete the blobs no record references and no upload touched within the grace (default 24h).",
+        discussion: """
+            Safe while the server runs: it refuses nothing meanwhile, and an upload in flight is never \
+            collected (docs/DESIGN.md, "Server gc"). Examples: receipt server gc --data DIR --dry-run; \
+            receipt server gc --data DIR --grace 1h
+            """)
+
+    @OptionGroup var options: VaultOptions
+    @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
+    @Flag(name: .long, help: "Show what would be removed; change nothing.") var dryRun = false
+    @Option(name: .long, help: ArgumentHelp("Spare anything uploaded more recently: 0, 30s, 10m, 1h, 2d, 1w.", valueName: "duration"))
+    var grace: String = "24h"
+
+    func run() throws {
+        guard let seconds = GraceDuration.seconds(grace) else {
+            throw VaultError(.badInput, "invalid --grace '\(grace)': give 0 or a whole number with a unit s, m, h, d or w (e.g. 30s, 10m, 1h, 2d)")
+        }
+        let catalog = try openServerData(data)
+        defer { try? catalog.close() }
+        let report = try catalog.collectGarbage(graceSeconds: seconds, dryRun: dryRun)
+        if options.json { return try Output.json(report) }
+        let verb = dryRun ? "would remove" : "removed"
+        if dryRun { for blob in report.blobs { Output.line("\(verb) blob \(blob.sha256)  \(Format.bytes(blob.bytes))") } }
+        Output.line("\(verb) \(report.removedBlobs) blob(s) and \(report.removedInterim) staging file(s), "
+            + "\(Format.bytes(report.reclaimedBytes)) \(dryRun ? "to reclaim" : "reclaimed")")
     }
 }

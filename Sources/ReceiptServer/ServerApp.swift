@@ -16,6 +16,8 @@ import Glibc
 public struct ServerContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     var account: Account?
+    /// Shared with the access log, which wraps the handling that authenticates.
+    let note = RequestNote()
     /// The peer's IP address (the web view slows down repeated failed sign-ins per address).
     let remoteAddress: String?
 
@@ -40,6 +42,7 @@ extension ServerError: HTTPResponseError {
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var headers: HTTPFields = [.contentType: "application/json"]
         if code == 401 { headers[.wwwAuthenticate] = "Bearer" }
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         let body = (try? JSONEncoder().encode(WireError(error: message))) ?? Data()
         return Response(status: status, headers: headers,
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
@@ -49,12 +52,19 @@ extension ServerError: HTTPResponseError {
 /// Rejects every request without a valid `Authorization: Bearer TOKEN` (401) and records the caller.
 struct AuthMiddleware: RouterMiddleware {
     let catalog: ServerCatalog
+    let limiter: RateLimiter?
 
     func handle(_ request: Request, context: ServerContext,
                 next: (Request, ServerContext) async throws -> Response) async throws -> Response {
         guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
               let account = try await catalog.authenticate(token: String(header.dropFirst(7))) else {
             throw ServerError(401, "a valid bearer token is required")
+        }
+        context.note.account.withLockedValue { $0 = account.name }
+        if let wait = limiter?.take(account.tokenID) {
+            var refusal = ServerError(429, "too many requests with this token: retry after \(wait) s")
+            refusal.retryAfter = wait
+            throw refusal
         }
         var context = context
         context.account = account
@@ -85,7 +95,15 @@ struct ErrorMiddleware: RouterMiddleware {
 public struct ServerLimits: Sendable {
     /// Largest blob accepted by `PUT /v1/blobs/{sha256}`.
     public var maxBlobSize: Int64
-    public init(maxBlobSize: Int64 = 4 << 30) { self.maxBlobSize = maxBlobSize }
+    /// Requests per second and burst allowed to one token (429 with `Retry-After` beyond); nil: none.
+    public var rate: (perSecond: Double, burst: Int)?
+    /// One JSON line per request on stderr.
+    public var accessLog: Bool
+    public init(maxBlobSize: Int64 = 4 << 30, rate: (perSecond: Double, burst: Int)? = (200, 2000), accessLog: Bool = false) {
+        self.maxBlobSize = maxBlobSize
+        self.rate = rate
+        self.accessLog = accessLog
+    }
 }
 
 /// The sync server: an HTTP application over a server data folder.
@@ -94,8 +112,10 @@ public enum SyncServer {
     public static func buildRouter(catalog: ServerCatalog, limits: ServerLimits = ServerLimits(),
                                    web: WebOptions = WebOptions()) -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)
+        if limits.accessLog { router.add(middleware: AccessLogMiddleware()) }
         router.add(middleware: ErrorMiddleware())
-        let v1 = router.group("v1").add(middleware: AuthMiddleware(catalog: catalog))
+        let limiter = limits.rate.map { RateLimiter(perSecond: $0.perSecond, burst: $0.burst) }
+        let v1 = router.group("v1").add(middleware: AuthMiddleware(catalog: catalog, limiter: limiter))
         ZoneRoutes(catalog: catalog).register(v1)
         BlobRoutes(catalog: catalog, limits: limits).register(v1)
         WebRoutes(catalog: catalog, limits: limits, web: web).register(router)

@@ -11,6 +11,7 @@ public enum FsckProblemKind: String, Codable, Sendable, CaseIterable {
     case staleInterim = "stale-interim"
     case unknownFile = "unknown-file"
     case catalog
+    case permissions
 }
 
 /// One problem fsck found, with the receipts it affects. `receipt` is the first of `receipts`
@@ -268,6 +269,7 @@ extension Vault {
                 throw VaultError.wrap(error)
             }
         }
+        checkPermissions(vaultPath: path, repair: options.repair, sink: sink)
         let problems = sink.problems
         return FsckReport(ok: problems.allSatisfy(\.repaired), checkedBlobs: sink.checkedBlobs,
                           checkedBytes: sink.checkedBytes, problems: problems, quick: options.quick,
