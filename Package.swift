@@ -39,13 +39,15 @@ let package = Package(
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ], swiftSettings: strict),
         .target(name: "ReceiptVault", dependencies: [
-            "BlobStore", "ReceiptCatalog", "CFileOps",
+            "BlobStore", "ReceiptCatalog", "CFileOps", "ReceiptText",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "CSV", package: "CSV.swift"),
             .product(name: "ZIPFoundation", package: "ZIPFoundation"),
         ], swiftSettings: strict),
         .target(name: "ReceiptWire", swiftSettings: strict),
+        // Text extraction through child processes (pdftotext, pdftoppm, tesseract); no GRDB.
+        .target(name: "ReceiptText", swiftSettings: strict),
         .target(name: "ReceiptSync", dependencies: [
             "BlobStore", "ReceiptCatalog", "ReceiptVault", "ReceiptWire",
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -82,12 +84,13 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["BlobStore"], path: "Tests/TestSupport",
                 swiftSettings: strict),
         .testTarget(name: "BlobStoreTests", dependencies: ["BlobStore", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "ReceiptTextTests", dependencies: ["ReceiptText", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ReceiptCatalogTests", dependencies: [
             "ReceiptCatalog", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
         ],
                     swiftSettings: strict),
         .testTarget(name: "ReceiptVaultTests", dependencies: [
-            "ReceiptVault", "ReceiptCatalog", "BlobStore", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            "ReceiptVault", "ReceiptCatalog", "BlobStore", "TestSupport", "ReceiptText", .product(name: "GRDB", package: "GRDB.swift"),
         ],
                     swiftSettings: strict),
         .testTarget(name: "ReceiptCommandsTests", dependencies: [
