@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <malloc.h>
+#include <stdio.h>
 
 int cfileops_ficlone(int dst_fd, int src_fd) {
 #ifdef FICLONE
@@ -47,4 +48,8 @@ void cfileops_limit_malloc_arenas(int count) {
 #else
     (void)count;
 #endif
+}
+
+int cfileops_rename_noreplace(const char *from, const char *to) {
+    return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
 }

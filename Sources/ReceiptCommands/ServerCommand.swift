@@ -1,12 +1,16 @@
 import ArgumentParser
 import Foundation
+import ReceiptVault
 import Logging
 import ReceiptServer
 
 struct ServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "server", abstract: "Run a sync server, or add accounts to its data folder.",
-        subcommands: [ServerAccountAddCommand.self, ServerRunCommand.self])
+        commandName: "server", abstract: "Run a sync server, or manage the accounts, tokens and blobs of its data folder.",
+        subcommands: [ServerAccountAddCommand.self, ServerAccountListCommand.self, ServerTokenAddCommand.self,
+                      ServerTokenRotateCommand.self, ServerTokenRevokeCommand.self, ServerAccountQuotaCommand.self,
+                      ServerAccountRemoveCommand.self, ServerCertCommand.self, ServerRunCommand.self,
+                      ServerPasswdCommand.self, ServerSessionsRevokeCommand.self])
 }
 
 struct ServerAccountAddCommand: ParsableCommand {
@@ -17,13 +21,16 @@ struct ServerAccountAddCommand: ParsableCommand {
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("The account name: letters, digits, '.', '_' or '-'.", valueName: "name")) var name: String
     @Option(help: ArgumentHelp("The server's data folder (created if absent).", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("Storage the account's zones may use: e.g. 500MB, 10GiB, none (the default).", valueName: "size"))
+    var quota: String = "none"
 
     struct Result: Encodable { let account: String; let token: String }
 
     func run() throws {
+        let bytes = try parseQuota(quota)
         let catalog = try ServerCatalog(dataPath: data)
         defer { try? catalog.close() }
-        let token = try catalog.addAccount(name)
+        let token = try catalog.addAccount(name, quota: bytes)
         if options.json { return try Output.json(Result(account: name, token: token)) }
         Output.line(token)
         Output.note("created account \(name); keep the token above, it is not stored and cannot be shown again")
@@ -38,20 +45,65 @@ struct ServerRunCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The server's data folder (created if absent).", valueName: "dir")) var data: String
     @Option(help: ArgumentHelp("Address to listen on, HOST:PORT (port 0 picks a free one).", valueName: "host:port"))
     var listen: String = "127.0.0.1:8080"
+    @Option(name: .customLong("tls-cert"), help: ArgumentHelp(
+        "Serve HTTPS only, with this PEM certificate (chain, leaf first); SIGHUP reads it and the key again.", valueName: "pem"))
+    var tlsCert: String?
+    @Option(name: .customLong("tls-key"), help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "pem"))
+    var tlsKey: String?
 
     func run() async throws {
         let (host, port) = try SyncServer.parseListen(listen)
+        guard (tlsCert == nil) == (tlsKey == nil) else {
+            throw ValidationError("--tls-cert and --tls-key go together")
+        }
+        let tls = try tlsCert.map { try TLSIdentity(files: TLSFiles(certificate: $0, key: tlsKey ?? "")) }
         var logger = Logger(label: "receipt-server")
-        logger.logLevel = .warning
+        logger.logLevel = .notice
         let json = options.json
         let data = self.data
-        try await SyncServer.run(dataPath: data, host: host, port: port, logger: logger) { bound in
+        let scheme = tls == nil ? "http" : "https"
+        try await SyncServer.run(dataPath: data, host: host, port: port, tls: tls, logger: logger) { bound in
             if json {
-                Output.line("{\"listening\":\"\(host):\(bound)\"}")
+                Output.line("{\"listening\":\"\(host):\(bound)\",\"url\":\"\(scheme)://\(host):\(bound)\"}")
             } else {
-                Output.note("receipt server listening on http://\(host):\(bound) (data in \(data))")
+                Output.note("receipt server listening on \(scheme)://\(host):\(bound) (data in \(data))")
             }
         }
         if !json { Output.note("receipt server stopped") }
+    }
+}
+
+struct ServerCertCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cert",
+        abstract: "Make a self-signed TLS certificate for the server, in DIR/tls/cert.pem and DIR/tls/key.pem, and print its SHA-256.",
+        discussion: """
+            For a household without a CA: run the server with --tls-cert DIR/tls/cert.pem --tls-key DIR/tls/key.pem, \
+            and point each vault at it with `receipt remote set https://HOST:PORT ... --pin SHA256`. \
+            Valid for 10 years; an existing certificate is replaced (send the server SIGHUP to use the new one).
+            """)
+
+    @OptionGroup var options: VaultOptions
+    @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("A host name or IP address clients use to reach the server (repeatable).", valueName: "name"))
+    var host: [String]
+
+    struct Result: Encodable { let cert: String; let key: String; let sha256: String }
+
+    func run() throws {
+        guard !host.isEmpty else { throw ValidationError("give at least one --host") }
+        for name in host where name.isEmpty || name.contains("/") || name.contains(" ") {
+            throw ValidationError("invalid --host '\(name)': give a host name or an IP address")
+        }
+        let folder = data + "/tls"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let made = try MadeCertificate.make(hosts: host)
+        let result = Result(cert: folder + "/cert.pem", key: folder + "/key.pem", sha256: made.sha256)
+        try made.write(certificatePath: result.cert, keyPath: result.key)
+        if options.json { return try Output.json(result) }
+        Output.line(made.sha256)
+        Output.note("wrote \(result.cert) and \(result.key) (for \(host.joined(separator: ", "))); clients pin it with "
+            + "`receipt remote set https://\(host[0]):PORT --account NAME --token TOKEN --pin \(made.sha256)`")
     }
 }

@@ -17,7 +17,7 @@ struct SyncCommand: AsyncParsableCommand {
             throw SyncError("this vault has no remote: run `receipt remote set URL --account NAME --token TOKEN` first")
         }
         let terminal = Output.stderrIsTerminal
-        let engine = SyncEngine(vault: vault, remote: remote) { message in
+        let engine = try SyncEngine(vault: vault, remote: remote) { message in
             // One line, rewritten in place.
             if terminal { FileHandle.standardError.write(Data(("\r\u{1B}[Ksync: " + message).utf8)) }
         }

@@ -142,11 +142,12 @@ struct BlobRoutes {
         }
     }
 
-    /// Installs verified blobs durably under their addresses (the server keeps original bytes, so each
-    /// staging file is renamed into place) and records that `caller` possesses them.
+    /// Records that `caller` possesses verified blobs (refused past its quota), then installs them
+    /// durably under their addresses (the server keeps original bytes, so each staging file is renamed
+    /// into place). Recording first is what keeps the server's gc from deleting a blob being uploaded.
     func install(_ staged: [StagedBlob], caller: Account) async throws {
-        let stored = try catalog.blobs.install(staged)
-        try await catalog.registerUploads(stored, caller: caller)
+        try await catalog.registerUploads(staged.map { ($0.id, $0.size) }, caller: caller)
+        _ = try catalog.blobs.install(staged)
     }
 
     // MARK: Sending

@@ -1,6 +1,8 @@
 import BlobStore
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import Logging
 import NIOCore
 import ReceiptWire
@@ -14,10 +16,13 @@ import Glibc
 public struct ServerContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     var account: Account?
+    /// The peer's IP address (the web view slows down repeated failed sign-ins per address).
+    let remoteAddress: String?
 
     public init(source: Source) {
         coreContext = .init(source: source)
         account = nil
+        remoteAddress = source.channel.remoteAddress?.ipAddress
     }
 
     /// Largest JSON body accepted (blob bodies are streamed and limited separately).
@@ -86,19 +91,25 @@ public struct ServerLimits: Sendable {
 /// The sync server: an HTTP application over a server data folder.
 public enum SyncServer {
     /// Builds the router (every route under `/v1`, every route authenticated).
-    public static func buildRouter(catalog: ServerCatalog, limits: ServerLimits = ServerLimits()) -> Router<ServerContext> {
+    public static func buildRouter(catalog: ServerCatalog, limits: ServerLimits = ServerLimits(),
+                                   web: WebOptions = WebOptions()) -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)
         router.add(middleware: ErrorMiddleware())
         let v1 = router.group("v1").add(middleware: AuthMiddleware(catalog: catalog))
         ZoneRoutes(catalog: catalog).register(v1)
         BlobRoutes(catalog: catalog, limits: limits).register(v1)
+        WebRoutes(catalog: catalog, limits: limits, web: web).register(router)
         return router
     }
 
     /// Runs the server on `host:port` until SIGINT or SIGTERM (or until the task is cancelled):
     /// then stops accepting, lets requests in flight finish, and closes the catalog.
     /// `onRunning` receives the bound port (useful with port 0).
+    /// With `tls`, serves HTTPS only, and SIGHUP reads the certificate and key again (new connections
+    /// get the new certificate; none is dropped; files that do not make a usable pair are logged and
+    /// the pair in use is kept).
     public static func run(dataPath: String, host: String, port: Int, limits: ServerLimits = ServerLimits(),
+                           tls: TLSIdentity? = nil,
                            shutdownSignals: [UnixSignal] = [.sigterm, .sigint], logger: Logger,
                            onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         let catalog = try ServerCatalog(dataPath: dataPath)
@@ -120,11 +131,25 @@ public enum SyncServer {
         }
         // Staging files of a server that died mid-upload: nothing refers to them.
         for file in (try? catalog.blobs.interimFiles()) ?? [] where !file.owned { try? FileSystem.remove(file.path) }
+        let reloads = tls.map { identity in
+            Task {
+                for await _ in await UnixSignalsSequence(trapping: .sighup) {
+                    do {
+                        try identity.reload()
+                        logger.notice("reloaded the TLS certificate \(identity.files.certificate) and key \(identity.files.key)")
+                    } catch {
+                        logger.error("SIGHUP: kept the TLS certificate in use: \(error)")
+                    }
+                }
+            }
+        }
+        defer { reloads?.cancel() }
         do {
+            // A connection silent for two minutes is closed (no client holds a slot forever).
+            let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(120)))
             let app = Application(
-                router: buildRouter(catalog: catalog, limits: limits),
-                // A connection silent for two minutes is closed (no client holds a slot forever).
-                server: .http1(configuration: .init(idleTimeout: .seconds(120))),
+                router: buildRouter(catalog: catalog, limits: limits, web: WebOptions(secureCookies: tls != nil)),
+                server: try tls.map { try .tls(http1, tlsConfiguration: $0.configuration()) } ?? http1,
                 configuration: .init(address: .hostname(host, port: port), serverName: "receipt"),
                 onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
                 logger: logger)

@@ -47,14 +47,23 @@ extension ServerCatalog {
 
     /// Records that `caller` uploaded bytes that hashed to each id (installed in the store already),
     /// in one transaction.
-    func registerUploads(_ blobs: [StoredBlob], caller: Account) async throws {
+    /// Records that `caller` uploaded bytes that hashed to each id, in one transaction, BEFORE the
+    /// files are installed: each row's `touchedAt` is set to now, so the server's gc, which deletes
+    /// rows and files inside one write transaction and only those not touched within its grace,
+    /// either ran before (and the install puts the file back) or spares the blob. Refused with 507
+    /// (and nothing recorded) when the blobs would take the caller past its quota.
+    func registerUploads(_ blobs: [(id: BlobID, size: Int64)], caller: Account) async throws {
         try await pool.write { db in
             let now = Self.now()
-            for blob in blobs {
-                try db.execute(sql: "INSERT OR IGNORE INTO blobs(sha256, size, createdAt) VALUES (?, ?, ?)",
-                               arguments: [blob.id.hex, blob.size, now])
-                try db.execute(sql: "INSERT OR IGNORE INTO possessions(accountID, sha256) VALUES (?, ?)",
-                               arguments: [caller.id, blob.id.hex])
+            try Self.withinQuota(db, accountID: caller.id) {
+                for blob in blobs {
+                    try db.execute(sql: """
+                        INSERT INTO blobs(sha256, size, createdAt, touchedAt) VALUES (?1, ?2, ?3, ?3)
+                        ON CONFLICT(sha256) DO UPDATE SET touchedAt = excluded.touchedAt
+                        """, arguments: [blob.id.hex, blob.size, now])
+                    try db.execute(sql: "INSERT OR IGNORE INTO possessions(accountID, sha256) VALUES (?, ?)",
+                                   arguments: [caller.id, blob.id.hex])
+                }
             }
         }
     }
@@ -87,6 +96,9 @@ extension ServerCatalog {
             guard zone.role != .read else {
                 throw ServerError(403, "the account \(caller.name) has read-only access to \(Self.zoneLabel(owner, name)): its changes were refused")
             }
+            // The records' blobs count against the zone's owner: a push that would take the owner
+            // past its quota is refused whole (507) and nothing of it is kept.
+            return try Self.withinQuota(db, accountID: zone.ownerID) {
             var seq = try Int64.fetchOne(db, sql: "SELECT seq FROM zones WHERE id = ?", arguments: [zone.id]) ?? 0
             var results: [WirePushResult] = []
             for record in request.records {
@@ -146,6 +158,7 @@ extension ServerCatalog {
             }
             try db.execute(sql: "UPDATE zones SET seq = ? WHERE id = ?", arguments: [seq, zone.id])
             return WirePushResponse(results: results)
+            }
         }
     }
 

@@ -23,6 +23,8 @@ public struct ServerError: Error, CustomStringConvertible, Sendable {
 public struct Account: Sendable, Equatable {
     public let id: Int64
     public let name: String
+    /// The token the request presented (rate limits are per token).
+    public let tokenID: Int64
 }
 
 /// A zone the caller can read, with the caller's role on it.
@@ -126,52 +128,9 @@ public final class ServerCatalog: Sendable {
                 ) WITHOUT ROWID;
                 """)
         }
+        registerAccountMigrations(&m)
+        registerWebMigrations(&m)
         return m
-    }
-
-    // MARK: Accounts
-
-    /// Creates an account and returns its token: 256 random bits as 64 hex digits. Only the
-    /// token's SHA-256 is stored, so the data folder never holds a usable credential.
-    public func addAccount(_ name: String) throws -> String {
-        guard WireName.isValid(name) else {
-            throw ServerError.bad("invalid account name \"\(name)\": use 1 to 64 letters, digits, '.', '_' or '-'")
-        }
-        let token = SecureRandom.hex(32)
-        let hash = Self.tokenHash(token)
-        try pool.write { db in
-            if try Int.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE name = ?", arguments: [name]) != nil {
-                throw ServerError(409, "the account \(name) already exists")
-            }
-            try db.execute(sql: "INSERT INTO accounts(name, tokenHash, createdAt) VALUES (?, ?, ?)",
-                           arguments: [name, hash, Self.now()])
-        }
-        return token
-    }
-
-    static func tokenHash(_ token: String) -> String {
-        SHA256Hasher.hash(Array(token.utf8)).hex
-    }
-
-    /// The account holding `token`, or nil. The stored hash is compared in constant time.
-    func authenticate(token: String) async throws -> Account? {
-        guard token.utf8.count == 64, WireName.isValidBlobAddress(token) else { return nil }
-        let presented = Self.tokenHash(token)
-        let found: (Account, String)? = try await pool.read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT id, name, tokenHash FROM accounts WHERE tokenHash = ?",
-                                             arguments: [presented]) else { return nil }
-            return (Account(id: row["id"], name: row["name"]), row["tokenHash"])
-        }
-        guard let (account, stored) = found,
-              Self.constantTimeEqual(Array(stored.utf8), Array(presented.utf8)) else { return nil }
-        return account
-    }
-
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var diff: UInt8 = 0
-        for i in 0..<a.count { diff |= a[i] ^ b[i] }
-        return diff == 0
     }
 
     static func now() -> Int64 {

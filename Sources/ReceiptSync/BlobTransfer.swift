@@ -117,7 +117,7 @@ public struct RemoteBlobFetcher: Sendable {
     public init?(vault: Vault) throws {
         guard let remote = try RemoteConfig.load(vault) else { return nil }
         self.vault = vault
-        self.client = remote.client()
+        self.client = try remote.client()
     }
 
     /// Downloads blob `id` and installs it in the vault's blob tree as an external file, with the

@@ -1,3 +1,4 @@
+import Foundation
 import BlobStore
 import GRDB
 import ReceiptCatalog
@@ -14,28 +15,64 @@ public struct RemoteConfig: Sendable, Equatable {
     public var url: String
     public var account: String
     public var token: String
+    public var trust: RemoteTrust
+    /// Plain `http://` to a host that is not this machine was allowed (`remote set --insecure-http`).
+    public var insecureHTTP: Bool
 
     public static let tokenFileName = "remote.token"
     static let urlKey = "remote.url"
     static let accountKey = "remote.account"
+    static let trustKey = "remote.trust"
+    static let trustPEMKey = "remote.trustPEM"
+    static let insecureKey = "remote.insecureHTTP"
 
-    public init(url: String, account: String, token: String) {
+    public init(url: String, account: String, token: String, trust: RemoteTrust = .system, insecureHTTP: Bool = false) {
         self.url = url
         self.account = account
         self.token = token
+        self.trust = trust
+        self.insecureHTTP = insecureHTTP
     }
 
-    public func client() -> SyncClient { SyncClient(baseURL: url, token: token) }
+    public func client() throws -> SyncClient {
+        try Self.checkScheme(url, insecureHTTP: insecureHTTP)
+        return SyncClient(baseURL: url, token: token, tls: try trust.tlsConfiguration())
+    }
+
+    /// The URL's host and port (the scheme's default port when none is given).
+    static func hostAndPort(_ url: String) throws -> (host: String, port: Int) {
+        guard let parsed = URLComponents(string: url), let host = parsed.host, !host.isEmpty,
+              parsed.scheme == "http" || parsed.scheme == "https" else {
+            throw SyncError("invalid server URL \(url): it must be http://HOST[:PORT] or https://HOST[:PORT]")
+        }
+        return (host, parsed.port ?? (parsed.scheme == "https" ? 443 : 80))
+    }
+
+    /// Plain http:// only to this machine, unless allowed: a token and receipts would cross the
+    /// network in clear.
+    static func checkScheme(_ url: String, insecureHTTP: Bool) throws {
+        let (host, _) = try hostAndPort(url)
+        if url.hasPrefix("http://") && !insecureHTTP && !IPv4or6.isLoopback(host) {
+            throw SyncError("refusing plain http:// to \(host): the token and the receipts would cross the network unencrypted. "
+                + "Serve HTTPS (`receipt server run --tls-cert PEM --tls-key PEM`) and use https://, "
+                + "or pass --insecure-http to `receipt remote set` to accept that")
+        }
+    }
 
     /// The vault's remote, or nil when none was set.
     public static func load(_ vault: Vault) throws -> RemoteConfig? {
-        let pair = try vault.catalog.read { db -> (String, String)? in
-            let url = try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [urlKey])
-            let account = try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [accountKey])
-            guard let url, let account else { return nil }
-            return (url, account)
+        let settings = try vault.catalog.read { db in
+            try Dictionary(Row.fetchAll(db, sql: "SELECT key, value FROM settings WHERE key LIKE 'remote.%'").map {
+                (String($0["key"]), String($0["value"]))
+            }, uniquingKeysWith: { a, _ in a })
         }
-        guard let (url, account) = pair else { return nil }
+        guard let url = settings[urlKey], let account = settings[accountKey] else { return nil }
+        let trust: RemoteTrust
+        switch (settings[trustKey], settings[trustPEMKey]) {
+        case ("ca", let pem?): trust = .ca(pem: pem)
+        case (let pinned?, let pem?) where pinned.hasPrefix("pin:"): trust = .pinned(sha256: String(pinned.dropFirst(4)), pem: pem)
+        default: trust = .system
+        }
         let path = FileSystem.join(vault.path, tokenFileName)
         var bytes = [UInt8](repeating: 0, count: 256)
         let count: Int
@@ -45,16 +82,31 @@ public struct RemoteConfig: Sendable, Equatable {
             throw SyncError("the remote's token cannot be read from \(path) (\(error.message)): run `receipt remote set` again")
         }
         let token = String(decoding: bytes[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        return RemoteConfig(url: url, account: account, token: token)
+        return RemoteConfig(url: url, account: account, token: token, trust: trust, insecureHTTP: settings[insecureKey] == "1")
     }
 
     /// Points the vault at a server. The token file is written with mode 0600 and renamed into
     /// place. When the server or the account changes, the vault's sync memory is reset: every
     /// receipt of its own zones is queued to be pushed, and zones shared by others are dropped at the
     /// next sync (they belonged to the former account).
-    public static func set(_ vault: Vault, url: String, account: String, token: String) throws {
+    public static func set(_ vault: Vault, url: String, account: String, token: String, caFile: String? = nil,
+                           pin: String? = nil, insecureHTTP: Bool = false) async throws {
         guard url.hasPrefix("http://") || url.hasPrefix("https://"), url.count > 8 else {
             throw SyncError("invalid server URL \(url): it must start with http:// or https://")
+        }
+        try checkScheme(url, insecureHTTP: insecureHTTP)
+        if caFile != nil && pin != nil { throw SyncError("give either --ca-file or --pin, not both") }
+        if url.hasPrefix("http://") && (caFile != nil || pin != nil) {
+            throw SyncError("--ca-file and --pin verify an https:// server; \(url) is plain http://")
+        }
+        var trust = RemoteTrust.system
+        if let caFile { trust = .ca(pem: try RemoteTrust.readCAFile(caFile)) }
+        if let pin {
+            guard let hex = RemoteTrust.normalizedPin(pin) else {
+                throw SyncError("invalid --pin \(pin): give the certificate's SHA-256 as `receipt server cert` printed it (64 hex digits)")
+            }
+            let (host, port) = try hostAndPort(url)
+            trust = .pinned(sha256: hex, pem: try await RemoteTrust.fetchPinned(host: host, port: port, pin: hex))
         }
         guard WireName.isValid(account) else {
             throw SyncError("invalid account name \(account): use 1 to 64 letters, digits, '.', '_' or '-'")
@@ -84,6 +136,16 @@ public struct RemoteConfig: Sendable, Equatable {
             for (key, value) in [(urlKey, normalized), (accountKey, account)] {
                 try db.execute(sql: "INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)", arguments: [key, value])
             }
+            try db.execute(sql: "DELETE FROM settings WHERE key IN (?, ?, ?)", arguments: [trustKey, trustPEMKey, insecureKey])
+            switch trust {
+            case .system: break
+            case .ca(let pem):
+                try db.execute(sql: "INSERT INTO settings(key, value) VALUES (?, 'ca'), (?, ?)", arguments: [trustKey, trustPEMKey, pem])
+            case .pinned(let sha256, let pem):
+                try db.execute(sql: "INSERT INTO settings(key, value) VALUES (?, ?), (?, ?)",
+                               arguments: [trustKey, "pin:" + sha256, trustPEMKey, pem])
+            }
+            if insecureHTTP { try db.execute(sql: "INSERT INTO settings(key, value) VALUES (?, '1')", arguments: [insecureKey]) }
             if (oldURL != nil || oldAccount != nil) && (oldURL != normalized || oldAccount != account) {
                 try db.execute(sql: "DELETE FROM syncState")
                 try db.execute(sql: "UPDATE zones SET changeToken = NULL")

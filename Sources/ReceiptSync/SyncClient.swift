@@ -3,6 +3,7 @@ import BlobStore
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import ReceiptWire
 #if canImport(Glibc)
 import Glibc
@@ -28,14 +29,28 @@ public struct SyncClient: Sendable {
     public let baseURL: String
     let token: String
     let http: HTTPClient
+    /// How the server's certificate is verified; nil: the system's trust store.
+    let tls: TLSConfiguration?
     static let jsonTimeout: TimeAmount = .seconds(120)
     static let blobTimeout: TimeAmount = .hours(6)
 
-    public init(baseURL: String, token: String, http: HTTPClient = .shared) {
+    /// The process's client: a connection that cannot be made (refused, or a TLS certificate that
+    /// is not accepted) fails the request at once instead of being retried until its deadline, and
+    /// redirects are not followed (the bearer token goes to the configured server only). It lives
+    /// as long as the process, like `HTTPClient.shared`.
+    public static let defaultHTTP: HTTPClient = {
+        var config = HTTPClient.Configuration.singletonConfiguration
+        config.connectionPool.retryConnectionEstablishment = false
+        config.redirectConfiguration = .disallow
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: config)
+    }()
+
+    public init(baseURL: String, token: String, tls: TLSConfiguration? = nil, http: HTTPClient = SyncClient.defaultHTTP) {
         var url = baseURL
         while url.hasSuffix("/") { url.removeLast() }
         self.baseURL = url
         self.token = token
+        self.tls = tls
         self.http = http
     }
 
@@ -50,6 +65,7 @@ public struct SyncClient: Sendable {
     func request(_ method: HTTPMethod, _ path: String) -> HTTPClientRequest {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
+        request.tlsConfiguration = tls
         request.headers.add(name: "Authorization", value: "Bearer \(token)")
         return request
     }
@@ -97,7 +113,12 @@ public struct SyncClient: Sendable {
             ("Connection refused", "connection refused"), ("connectTimeout", "the connection timed out"),
             ("deadlineExceeded", "the request timed out"), ("readTimeout", "the server stopped answering"),
             ("remoteConnectionClosed", "the server closed the connection"), ("No address", "the host name does not resolve"),
-            ("Network is unreachable", "the network is unreachable"), ("sslHandshake", "the TLS handshake failed"),
+            ("Network is unreachable", "the network is unreachable"),
+            ("CERTIFICATE_VERIFY_FAILED", "its TLS certificate was refused: not signed by a CA this vault trusts, "
+                + "expired or not yet valid, or not the pinned certificate (see `receipt remote set --ca-file/--pin`)"),
+            ("failedToValidateHostname", "its TLS certificate was refused: it is not made for this host name"),
+            ("WRONG_VERSION_NUMBER", "the TLS handshake failed (is the server serving HTTPS?)"),
+            ("sslHandshake", "the TLS handshake failed"), ("handshakeFailed", "the TLS handshake failed"),
         ]
         for (needle, plain) in known where text.contains(needle) { return plain }
         return text
@@ -105,6 +126,11 @@ public struct SyncClient: Sendable {
 
     static func check(_ status: HTTPResponseStatus, _ body: Data, method: HTTPMethod, path: String, baseURL: String) throws {
         guard !(200..<300).contains(Int(status.code)) else { return }
+        if status.code == 401 {
+            throw SyncError("the server at \(baseURL) refused this vault's token (HTTP 401): it was rotated or revoked. "
+                + "Ask for a new one (`receipt server token-rotate` or `token-add` on the server) and set it with "
+                + "`receipt remote set \(baseURL) --account NAME --token NEW`", status: 401)
+        }
         if let error = try? JSONDecoder().decode(WireError.self, from: body) {
             throw SyncError("the server refused \(method) \(path): \(error.error)", status: Int(status.code))
         }

@@ -51,10 +51,10 @@ public final class SyncEngine {
     /// Blob uploads or downloads in flight at once.
     public var transfersAtOnce = 4
 
-    public init(vault: Vault, remote: RemoteConfig, progress: @escaping Progress = { _ in }) {
+    public init(vault: Vault, remote: RemoteConfig, progress: @escaping Progress = { _ in }) throws {
         self.vault = vault
         self.remote = remote
-        self.client = remote.client()
+        self.client = try remote.client()
         self.transfer = BlobTransfer(vault: vault, client: client)
         self.progress = progress
     }

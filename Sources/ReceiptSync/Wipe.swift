@@ -59,7 +59,7 @@ public enum Wipe {
                 guard let config = try RemoteConfig.load(vault) else {
                     throw SyncError("this vault has no remote set: `wipe --remote` has nothing to delete on a server")
                 }
-                let client = config.client()
+                let client = try config.client()
                 for zone in try await client.zones() where zone.owner == config.account {
                     try await client.deleteZone(owner: zone.owner, name: zone.name)
                     removedZones.append("\(zone.owner)/\(zone.name)")

@@ -61,7 +61,7 @@ public enum Zones {
     public static func share(_ vault: Vault, zone: String, with account: String, role: WireRole) async throws {
         guard role != .owner else { throw SyncError("a zone is shared with the role read or write") }
         let remote = try requireOwnZone(vault, zone)
-        let client = remote.client()
+        let client = try remote.client()
         try await client.createZone(owner: remote.account, name: zone)
         try await client.share(owner: remote.account, name: zone, with: account, role: role)
         try vault.catalog.write { db in
@@ -73,7 +73,7 @@ public enum Zones {
     /// that account's requests about the zone and its blobs as if they did not exist.
     public static func unshare(_ vault: Vault, zone: String, with account: String) async throws {
         let remote = try requireOwnZone(vault, zone)
-        let client = remote.client()
+        let client = try remote.client()
         try await client.unshare(owner: remote.account, name: zone, with: account)
         let left = try await client.shares(owner: remote.account, name: zone)
         try vault.catalog.write { db in

@@ -15,23 +15,25 @@ import Glibc
 final class TestServer: @unchecked Sendable {
     let data: String
     let port: Int
+    let tls: TLSIdentity?
     private let task: Task<Void, Error>
 
-    var url: String { "http://127.0.0.1:\(port)" }
+    var url: String { "\(tls == nil ? "http" : "https")://127.0.0.1:\(port)" }
 
-    private init(data: String, port: Int, task: Task<Void, Error>) {
+    private init(data: String, port: Int, tls: TLSIdentity?, task: Task<Void, Error>) {
         self.data = data
         self.port = port
+        self.tls = tls
         self.task = task
     }
 
-    static func start(data: String, limits: ServerLimits = ServerLimits()) async throws -> TestServer {
+    static func start(data: String, limits: ServerLimits = ServerLimits(), tls: TLSIdentity? = nil) async throws -> TestServer {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         var logger = Logger(label: "test-server")
         logger.logLevel = .critical
         let task = Task {
             defer { continuation.finish() }
-            try await SyncServer.run(dataPath: data, host: "127.0.0.1", port: 0, limits: limits, shutdownSignals: [],
+            try await SyncServer.run(dataPath: data, host: "127.0.0.1", port: 0, limits: limits, tls: tls, shutdownSignals: [],
                                      logger: logger) { port in continuation.yield(port) }
         }
         var iterator = ports.makeAsyncIterator()
@@ -39,7 +41,7 @@ final class TestServer: @unchecked Sendable {
             _ = try await task.value
             throw HarnessError("the test server stopped before it listened")
         }
-        return TestServer(data: data, port: port, task: task)
+        return TestServer(data: data, port: port, tls: tls, task: task)
     }
 
     func stop() async {
@@ -192,16 +194,21 @@ final class Household: @unchecked Sendable {
         self.server = server
     }
 
-    static func start(_ names: [String], limits: ServerLimits = ServerLimits()) async throws -> Household {
+    /// `tls`: the server's certificate and key, made in the household's folder; `trust`: the
+    /// arguments `remote set` verifies the server with (`--pin SHA` or `--ca-file PEM`).
+    static func start(_ names: [String], limits: ServerLimits = ServerLimits(),
+                      tls: ((TemporaryFolder) throws -> (TLSIdentity, [String]))? = nil) async throws -> Household {
         let folder = TemporaryFolder("receipt-sync")
         let data = folder.file("server")
         var tokens: [String: String] = [:]
         for name in names { tokens[name] = try TestServer.addAccount(name, data: data) }
-        let household = Household(folder: folder, server: try await TestServer.start(data: data, limits: limits))
+        let secured = try tls.map { try $0(folder) }
+        let household = Household(folder: folder, server: try await TestServer.start(data: data, limits: limits, tls: secured?.0))
         for name in names {
             let member = Member(name: name, token: tokens[name] ?? "", vault: folder.file("vault-" + name), folder: folder)
             try await member.ok(["init", "--inline-threshold", "1024"])
-            try await member.ok(["remote", "set", household.server.url, "--account", name, "--token", member.token])
+            try await member.ok(["remote", "set", household.server.url, "--account", name, "--token", member.token]
+                                + (secured?.1 ?? []))
             household.members[name] = member
         }
         return household

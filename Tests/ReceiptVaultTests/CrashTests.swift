@@ -9,7 +9,8 @@ import Glibc
 #endif
 
 /// `tools/crashtest` in a short round: the real binary killed with SIGKILL at random moments of
-/// import, edit, rm and gc, the vault checked after every kill (docs/DESIGN.md, "Crash test results").
+/// import, edit, rm, gc and watch, the vault (and each watched inbox) checked after every kill
+/// (docs/DESIGN.md, "Crash test results").
 final class CrashTests: XCTestCase {
     func testRandomKillsLeaveVaultConsistent() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -27,6 +28,7 @@ final class CrashTests: XCTestCase {
         XCTAssertEqual(figures["corruptOrMissingBlobs"] as? Int, 0)
         XCTAssertEqual(figures["lostImports"] as? Int, 0)
         XCTAssertEqual(figures["failedNextRuns"] as? Int, 0)
+        XCTAssertEqual(figures["lostOrDuplicatedInboxFiles"] as? Int, 0)
         print("CrashTests: \(figures)")
     }
 

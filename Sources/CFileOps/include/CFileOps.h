@@ -24,4 +24,8 @@ int cfileops_set_direct(int fd, int on);
 /// allocate share at most `count` malloc arenas instead of up to eight per core, each of which keeps
 /// what its threads freed.
 void cfileops_limit_malloc_arenas(int count);
+
+/// renameat2(RENAME_NOREPLACE): renames `from` to `to` only when `to` does not exist (EEXIST
+/// otherwise), atomically. Returns 0, or -1 with errno set (EINVAL where the file system cannot).
+int cfileops_rename_noreplace(const char *from, const char *to);
 #endif

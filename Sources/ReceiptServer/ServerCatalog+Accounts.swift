@@ -1,0 +1,212 @@
+import BlobStore
+import GRDB
+import ReceiptWire
+
+/// Accounts over their whole life: several tokens per account (one per device, each with a label),
+/// rotation and revocation that take effect at the next request, removal, and a storage quota.
+/// Only a token's SHA-256 is stored, so the data folder never holds a usable credential.
+extension ServerCatalog {
+    /// The label of the token `account-add` creates.
+    public static let defaultTokenLabel = "default"
+
+    /// Moves tokens out of `accounts` into `tokens` (the existing token keeps working as `default`),
+    /// gives accounts a quota, and blobs the time an upload last touched them (for the server's gc).
+    static func registerAccountMigrations(_ m: inout DatabaseMigrator) {
+        m.registerMigration("server-v2-tokens-quota") { db in
+            try db.execute(sql: """
+                CREATE TABLE accounts2 (
+                    id INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL UNIQUE,
+                    quota INTEGER CHECK (quota IS NULL OR quota >= 0),
+                    createdAt INTEGER NOT NULL
+                );
+                INSERT INTO accounts2(id, name, quota, createdAt) SELECT id, name, NULL, createdAt FROM accounts;
+                CREATE TABLE tokens (
+                    id INTEGER PRIMARY KEY,
+                    accountID INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    label TEXT NOT NULL,
+                    tokenHash TEXT NOT NULL UNIQUE CHECK (length(tokenHash) = 64),
+                    createdAt INTEGER NOT NULL,
+                    UNIQUE (accountID, label)
+                );
+                INSERT INTO tokens(accountID, label, tokenHash, createdAt)
+                    SELECT id, 'default', tokenHash, createdAt FROM accounts;
+                DROP TABLE accounts;
+                ALTER TABLE accounts2 RENAME TO accounts;
+                ALTER TABLE blobs ADD COLUMN touchedAt INTEGER NOT NULL DEFAULT 0;
+                UPDATE blobs SET touchedAt = createdAt;
+                CREATE INDEX possessions_by_blob ON possessions(sha256);
+                """)
+        }
+    }
+
+    static func checkName(_ name: String, _ what: String) throws {
+        guard WireName.isValid(name) else {
+            throw ServerError.bad("invalid \(what) \"\(name)\": use 1 to 64 letters, digits, '.', '_' or '-'")
+        }
+    }
+
+    static func accountID(_ db: Database, _ name: String) throws -> Int64 {
+        guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM accounts WHERE name = ?", arguments: [name]) else {
+            throw ServerError.notFound("the account \(name)")
+        }
+        return id
+    }
+
+    /// Inserts a new token for the account and returns it: 256 random bits as 64 hex digits.
+    static func insertToken(_ db: Database, accountID: Int64, label: String) throws -> String {
+        let token = SecureRandom.hex(32)
+        try db.execute(sql: "INSERT INTO tokens(accountID, label, tokenHash, createdAt) VALUES (?, ?, ?, ?)",
+                       arguments: [accountID, label, tokenHash(token), now()])
+        return token
+    }
+
+    /// Creates an account with one token (labelled `default`) and returns the token. `quota`: bytes,
+    /// nil for none.
+    public func addAccount(_ name: String, quota: Int64? = nil) throws -> String {
+        try Self.checkName(name, "account name")
+        return try pool.write { db in
+            if try Int.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE name = ?", arguments: [name]) != nil {
+                throw ServerError(409, "the account \(name) already exists")
+            }
+            try db.execute(sql: "INSERT INTO accounts(name, quota, createdAt) VALUES (?, ?, ?)",
+                           arguments: [name, quota, Self.now()])
+            return try Self.insertToken(db, accountID: db.lastInsertedRowID, label: Self.defaultTokenLabel)
+        }
+    }
+
+    /// Adds a token for another device; its label must be new for the account.
+    public func addToken(account name: String, label: String) throws -> String {
+        try Self.checkName(label, "token label")
+        return try pool.write { db in
+            let id = try Self.accountID(db, name)
+            if try Int.fetchOne(db, sql: "SELECT 1 FROM tokens WHERE accountID = ? AND label = ?", arguments: [id, label]) != nil {
+                throw ServerError(409, "the account \(name) already has a token labelled \(label): revoke it first or pick another label")
+            }
+            return try Self.insertToken(db, accountID: id, label: label)
+        }
+    }
+
+    /// Replaces the token labelled `label` (every token of the account when nil) with one new
+    /// token (labelled `label`, or `default`). The replaced tokens stop working at the next request.
+    public func rotateToken(account name: String, label: String?) throws -> String {
+        if let label { try Self.checkName(label, "token label") }
+        return try pool.write { db in
+            let id = try Self.accountID(db, name)
+            if let label {
+                try db.execute(sql: "DELETE FROM tokens WHERE accountID = ? AND label = ?", arguments: [id, label])
+                guard db.changesCount > 0 else { throw ServerError.notFound("the token labelled \(label) of the account \(name)") }
+            } else {
+                try db.execute(sql: "DELETE FROM tokens WHERE accountID = ?", arguments: [id])
+            }
+            return try Self.insertToken(db, accountID: id, label: label ?? Self.defaultTokenLabel)
+        }
+    }
+
+    /// Revokes one token; the account's other tokens keep working.
+    public func revokeToken(account name: String, label: String) throws {
+        try pool.write { db in
+            let id = try Self.accountID(db, name)
+            try db.execute(sql: "DELETE FROM tokens WHERE accountID = ? AND label = ?", arguments: [id, label])
+            guard db.changesCount > 0 else { throw ServerError.notFound("the token labelled \(label) of the account \(name)") }
+        }
+    }
+
+    /// Sets (nil: removes) the account's quota in bytes.
+    public func setQuota(account name: String, bytes: Int64?) throws {
+        try pool.write { db in
+            let id = try Self.accountID(db, name)
+            try db.execute(sql: "UPDATE accounts SET quota = ? WHERE id = ?", arguments: [bytes, id])
+        }
+    }
+
+    public struct RemovedAccount: Sendable, Encodable {
+        public let account: String
+        public let deletedZones: [String]
+        public let removedShares: Int
+        public let revokedTokens: Int
+    }
+
+    /// Removes an account: its tokens, its shares in others' zones, its zones (with their records).
+    /// Refused while it owns a zone shared with another account, unless `deleteZones`.
+    public func removeAccount(_ name: String, deleteZones: Bool) throws -> RemovedAccount {
+        try pool.write { db in
+            let id = try Self.accountID(db, name)
+            let shared = try String.fetchAll(db, sql: """
+                SELECT DISTINCT z.name FROM zones z JOIN shares s ON s.zoneID = z.id WHERE z.ownerID = ? ORDER BY z.name
+                """, arguments: [id])
+            if !shared.isEmpty && !deleteZones {
+                throw ServerError(409, "the account \(name) owns zones shared with others (\(shared.joined(separator: ", "))): "
+                    + "unshare them first, or pass --delete-zones to delete them for everybody")
+            }
+            let zones = try String.fetchAll(db, sql: "SELECT name FROM zones WHERE ownerID = ? ORDER BY name", arguments: [id])
+            try db.execute(sql: "DELETE FROM shares WHERE accountID = ?", arguments: [id])
+            let removedShares = db.changesCount
+            try db.execute(sql: """
+                DELETE FROM recordBlobs WHERE zoneID IN (SELECT id FROM zones WHERE ownerID = ?);
+                DELETE FROM records WHERE zoneID IN (SELECT id FROM zones WHERE ownerID = ?);
+                DELETE FROM shares WHERE zoneID IN (SELECT id FROM zones WHERE ownerID = ?);
+                DELETE FROM zones WHERE ownerID = ?;
+                DELETE FROM possessions WHERE accountID = ?;
+                """, arguments: [id, id, id, id, id])
+            try db.execute(sql: "DELETE FROM tokens WHERE accountID = ?", arguments: [id])
+            let revoked = db.changesCount
+            try db.execute(sql: "DELETE FROM accounts WHERE id = ?", arguments: [id])
+            return RemovedAccount(account: name, deletedZones: zones, removedShares: removedShares, revokedTokens: revoked)
+        }
+    }
+
+    public struct AccountSummary: Sendable, Encodable {
+        public struct Token: Sendable, Encodable {
+            public let label: String
+            public let createdAt: Int64
+        }
+        public let account: String
+        public let quota: Int64?
+        public let usedBytes: Int64
+        public let zones: [String]
+        public let tokens: [Token]
+    }
+
+    /// Every account, by name, with its tokens' labels (never the tokens), zones, quota and usage.
+    public func accounts() throws -> [AccountSummary] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, name, quota FROM accounts ORDER BY name").map { row in
+                let id: Int64 = row["id"]
+                let tokens = try Row.fetchAll(db, sql: "SELECT label, createdAt FROM tokens WHERE accountID = ? ORDER BY label",
+                                              arguments: [id]).map { AccountSummary.Token(label: $0["label"], createdAt: $0["createdAt"]) }
+                let zones = try String.fetchAll(db, sql: "SELECT name FROM zones WHERE ownerID = ? ORDER BY name", arguments: [id])
+                return AccountSummary(account: row["name"], quota: row["quota"], usedBytes: try Self.usage(db, accountID: id),
+                                      zones: zones, tokens: tokens)
+            }
+        }
+    }
+
+    static func tokenHash(_ token: String) -> String {
+        SHA256Hasher.hash(Array(token.utf8)).hex
+    }
+
+    /// The account holding `token`, or nil. Looked up on every request, so a revoked or rotated
+    /// token is refused from the next request on. The stored hash is compared in constant time.
+    func authenticate(token: String) async throws -> Account? {
+        guard token.utf8.count == 64, WireName.isValidBlobAddress(token) else { return nil }
+        let presented = Self.tokenHash(token)
+        let found: (Account, String)? = try await pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: """
+                SELECT a.id, a.name, t.id AS tokenID, t.tokenHash FROM tokens t JOIN accounts a ON a.id = t.accountID
+                WHERE t.tokenHash = ?
+                """, arguments: [presented]) else { return nil }
+            return (Account(id: row["id"], name: row["name"], tokenID: row["tokenID"]), row["tokenHash"])
+        }
+        guard let (account, stored) = found,
+              Self.constantTimeEqual(Array(stored.utf8), Array(presented.utf8)) else { return nil }
+        return account
+    }
+
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var diff: UInt8 = 0
+        for i in 0..<a.count { diff |= a[i] ^ b[i] }
+        return diff == 0
+    }
+}
