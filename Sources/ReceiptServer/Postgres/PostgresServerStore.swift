@@ -42,6 +42,18 @@ public final class PostgresServerStore: ServerStore {
             configuration = .init(host: url.host, port: url.port, username: url.user, password: url.password,
                                   database: url.database, tls: .disable)
         }
+        // One direct connection first: a database that is down or refuses us is one clear error now,
+        // rather than a pool retrying until its request times out.
+        do {
+            let probe: PostgresConnection.Configuration = url.host.hasPrefix("/")
+                ? .init(unixSocketPath: url.host + "/.s.PGSQL.\(url.port)", username: url.user, password: url.password, database: url.database)
+                : .init(host: url.host, port: url.port, username: url.user, password: url.password, database: url.database, tls: .disable)
+            let connection = try await PostgresConnection.connect(configuration: probe, id: 0, logger: quiet)
+            try await connection.close()
+        } catch {
+            throw ServerError(500, "the PostgreSQL database \(url) cannot be reached: "
+                + ((error as? PSQLError)?.serverInfo?[.message] ?? (error as? PSQLError).map { "\($0.code)" } ?? "\(error)"))
+        }
         let client = PostgresClient(configuration: configuration, backgroundLogger: quiet)
         let running = Task { await client.run() }
         let opened = PostgresServerStore(url: url, client: client, running: running, blobs: store)
