@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+        .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
@@ -38,13 +40,15 @@ let package = Package(
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ], swiftSettings: strict),
         .target(name: "ReceiptVault", dependencies: [
-            "BlobStore", "ReceiptCatalog", "CFileOps",
+            "BlobStore", "ReceiptCatalog", "CFileOps", "ReceiptText",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "CSV", package: "CSV.swift"),
             .product(name: "ZIPFoundation", package: "ZIPFoundation"),
         ], swiftSettings: strict),
         .target(name: "ReceiptWire", swiftSettings: strict),
+        // Text extraction through child processes (pdftotext, pdftoppm, tesseract); no GRDB.
+        .target(name: "ReceiptText", swiftSettings: strict),
         .target(name: "ReceiptSync", dependencies: [
             "BlobStore", "ReceiptCatalog", "ReceiptVault", "ReceiptWire",
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -67,6 +71,8 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Mustache", package: "swift-mustache"),
+            .product(name: "MultipartKit", package: "multipart-kit"),
         ], swiftSettings: strict),
         .target(name: "ReceiptInbox", dependencies: ["BlobStore", "CFileOps", "ReceiptCatalog", "ReceiptVault"],
                 swiftSettings: strict),
@@ -80,12 +86,13 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["BlobStore"], path: "Tests/TestSupport",
                 swiftSettings: strict),
         .testTarget(name: "BlobStoreTests", dependencies: ["BlobStore", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "ReceiptTextTests", dependencies: ["ReceiptText", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ReceiptCatalogTests", dependencies: [
             "ReceiptCatalog", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
         ],
                     swiftSettings: strict),
         .testTarget(name: "ReceiptVaultTests", dependencies: [
-            "ReceiptVault", "ReceiptCatalog", "BlobStore", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            "ReceiptVault", "ReceiptCatalog", "BlobStore", "TestSupport", "ReceiptText", .product(name: "GRDB", package: "GRDB.swift"),
         ],
                     swiftSettings: strict),
         .testTarget(name: "ReceiptCommandsTests", dependencies: [

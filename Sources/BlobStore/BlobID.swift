@@ -1,28 +1,38 @@
 /// The address of a blob: the SHA-256 of its original bytes (before any compression).
 /// `description` is the lowercase 64-hex form used in file names, the catalog and the wire.
 public struct BlobID: Hashable, Comparable, Sendable, CustomStringConvertible, Codable {
-    public let hex: String
+    // The 32 bytes as big-endian words, held inline (no 64 characters on the heap per address):
+    // comparing them in turn compares the bytes, and so the hex digits.
+    private let w0, w1, w2, w3: UInt64
 
     /// Accepts exactly 64 hexadecimal characters, in either case; nil otherwise.
     public init?(hex: String) {
         var hex = hex
-        let lowercase = hex.withUTF8 { text -> Bool? in
+        guard let words = hex.withUTF8({ text -> (UInt64, UInt64, UInt64, UInt64)? in
             guard text.count == 64 else { return nil }
-            var lowercase = true
-            for c in text {
-                guard Self.hexValue(c) != nil else { return nil }
-                if c >= 65 && c <= 70 { lowercase = false }
+            var w: [UInt64] = [0, 0, 0, 0]
+            for i in 0..<32 {
+                guard let byte = Self.hexByte(text, at: 2 * i) else { return nil }
+                w[i / 8] = w[i / 8] << 8 | UInt64(byte)
             }
-            return lowercase
-        }
-        guard let lowercase else { return nil }
-        self.hex = lowercase ? hex : hex.lowercased()
+            return (w[0], w[1], w[2], w[3])
+        }) else { return nil }
+        (w0, w1, w2, w3) = words
     }
 
     public init(digest: [UInt8]) {
         precondition(digest.count == 32, "a SHA-256 digest has 32 bytes")
-        self.hex = digest.withUnsafeBytes(Self.hexText)
+        func word(_ start: Int) -> UInt64 { digest[start..<start + 8].reduce(0) { $0 << 8 | UInt64($1) } }
+        (w0, w1, w2, w3) = (word(0), word(8), word(16), word(24))
     }
+
+    /// The 32 bytes, in order (a tuple of four words is laid out contiguously).
+    private func withBytes<T>(_ body: (UnsafeRawBufferPointer) -> T) -> T {
+        withUnsafeBytes(of: (w0.bigEndian, w1.bigEndian, w2.bigEndian, w3.bigEndian), body)
+    }
+
+    /// The lowercase 64-hex form (the catalog's, the file names' and the wire's), made when asked.
+    public var hex: String { withBytes(Self.hexText) }
 
     /// Bytes as lowercase hex digits, written in place.
     public static func hexText(_ bytes: UnsafeRawBufferPointer) -> String {
@@ -39,16 +49,13 @@ public struct BlobID: Hashable, Comparable, Sendable, CustomStringConvertible, C
     }
 
     /// The address's 32 bytes (as the wire's bundle headers carry it).
-    public var digest: [UInt8] {
-        var hex = hex
-        return hex.withUTF8 { text in (0..<32).map { Self.hexByte(text, at: 2 * $0) ?? 0 } }
-    }
+    public var digest: [UInt8] { withBytes { Array($0) } }
 
     public var description: String { hex }
     /// The fan-out folder a blob file lives in: the first two hex digits.
     public var fanOut: String { String(hex.prefix(2)) }
 
-    public static func < (a: BlobID, b: BlobID) -> Bool { a.hex < b.hex }
+    public static func < (a: BlobID, b: BlobID) -> Bool { (a.w0, a.w1, a.w2, a.w3) < (b.w0, b.w1, b.w2, b.w3) }
 
     public init(from decoder: Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)

@@ -309,6 +309,16 @@ public final class IncomingBlob: @unchecked Sendable {
     /// The complete staged blob; throws `.mismatch` (the file removed) when the bytes do not hash to
     /// `expected`. Not durable yet: installing it is.
     public func finish(expected: BlobID) throws -> StagedBlob {
+        try finish(checking: expected)
+    }
+
+    /// The complete staged blob, addressed by the hash of the bytes received (an upload whose address
+    /// the sender did not state: a file from the web view's form).
+    public func finishAddressedByContent() throws -> StagedBlob {
+        try finish(checking: nil)
+    }
+
+    private func finish(checking expected: BlobID?) throws -> StagedBlob {
         do {
             try writer.finish()
         } catch {
@@ -316,7 +326,7 @@ public final class IncomingBlob: @unchecked Sendable {
             throw error
         }
         let actual = hasher.finalize()
-        guard actual == expected else {
+        if let expected, actual != expected {
             discard()
             throw BlobError.mismatch(expected: expected, actual: actual)
         }

@@ -108,7 +108,8 @@ public struct BlobStore: Sendable {
 
     /// Where the blob's file lives once installed.
     public func path(for id: BlobID) -> String {
-        blobsPath + "/" + id.fanOut + "/" + id.hex
+        let hex = id.hex
+        return blobsPath + "/" + hex.prefix(2) + "/" + hex
     }
 
     public func contains(_ id: BlobID) -> Bool {

@@ -30,12 +30,14 @@ extension CatalogWriter {
     /// Inserts a new receipt (its `tags` column given as the JSON text GRDB's Codable records write).
     public func insertReceipt(_ r: Receipt, tagsJSON: String) throws {
         _ = try statements.run(1, """
-            INSERT INTO receipts(id, zone, merchant, date, total, currency, category, note, tags, createdAt, modifiedAt)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO receipts(id, zone, merchant, date, total, currency, category, note, tags, createdAt, modifiedAt,
+                                 status, claim, reimbursedOn)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, db) {
             for text in [r.id, r.zone, r.merchant, r.date, r.total, r.currency, r.category, r.note, tagsJSON] { $0.text(text) }
             $0.int(r.createdAt)
             $0.int(r.modifiedAt)
+            for text in [r.status, r.claim, r.reimbursedOn] { $0.text(text) }
         }
     }
 

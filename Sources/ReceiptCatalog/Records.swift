@@ -24,10 +24,17 @@ public struct Receipt: Codable, Sendable, Equatable, FetchableRecord, Persistabl
     public var tags: [String]
     public var createdAt: Millis
     public var modifiedAt: Millis
+    /// Where a claim for it stands: `none`, `submitted`, `reimbursed` or `denied` (`ClaimStatus`).
+    public var status: String
+    /// The insurer's or plan's reference of the claim.
+    public var claim: String?
+    /// The day it was reimbursed (YYYY-MM-DD).
+    public var reimbursedOn: String?
 
     public init(id: String, zone: String, merchant: String? = nil, date: String? = nil, total: String? = nil,
                 currency: String? = nil, category: String? = nil, note: String? = nil, tags: [String] = [],
-                createdAt: Millis, modifiedAt: Millis) {
+                createdAt: Millis, modifiedAt: Millis, status: String = ClaimStatus.none.rawValue,
+                claim: String? = nil, reimbursedOn: String? = nil) {
         self.id = id
         self.zone = zone
         self.merchant = merchant
@@ -39,8 +46,15 @@ public struct Receipt: Codable, Sendable, Equatable, FetchableRecord, Persistabl
         self.tags = tags
         self.createdAt = createdAt
         self.modifiedAt = modifiedAt
+        self.status = status
+        self.claim = claim
+        self.reimbursedOn = reimbursedOn
     }
+}
 
+/// Where a receipt's reimbursement claim stands.
+public enum ClaimStatus: String, Sendable, CaseIterable, Codable {
+    case none, submitted, reimbursed, denied
 }
 
 /// A blob attached to a receipt under a file name. A receipt holds a given blob at most once.

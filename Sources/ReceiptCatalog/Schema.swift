@@ -85,6 +85,28 @@ enum Schema {
                 CREATE INDEX syncState_by_zone ON syncState(zone);
                 """)
         }
+        m.registerMigration("v3-text-claims") { db in
+            // Claims: where a receipt's reimbursement stands. Text: what the extractors read of each
+            // blob, once per blob and extractor version. The full-text index is kept by triggers, so
+            // every writer (import, edit, sync, fsck's rebuild) keeps it consistent in its own
+            // transaction. See "Text and search" in docs/DESIGN.md.
+            try db.execute(sql: """
+                ALTER TABLE receipts ADD COLUMN status TEXT NOT NULL DEFAULT 'none'
+                    CHECK (status IN ('none', 'submitted', 'reimbursed', 'denied'));
+                ALTER TABLE receipts ADD COLUMN claim TEXT;
+                ALTER TABLE receipts ADD COLUMN reimbursedOn TEXT
+                    CHECK (reimbursedOn IS NULL OR reimbursedOn GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]');
+                CREATE TABLE blobText (
+                    sha256 TEXT PRIMARY KEY NOT NULL REFERENCES blobs(sha256) ON DELETE CASCADE,
+                    extractor TEXT NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN ('text', 'failed')),
+                    text TEXT NOT NULL DEFAULT '',
+                    error TEXT,
+                    extractedAt INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                """)
+            try SearchIndex.create(db)
+        }
         return m
     }
 

@@ -13,6 +13,13 @@ struct ExportCommand: ParsableCommand {
             `list --json` shape). A missing or corrupt blob is reported, the rest is still exported, \
             and the exit status is 1.
             Example: receipt export tax-2025.zip --zip --from 2025-01-01 --to 2025-12-31
+
+            --for claim writes a package for an insurer or accountant: files numbered in date order \
+            (001_2025-03-04_cvs-pharmacy.pdf), index.csv (number, date, merchant, total, currency, \
+            category, status, claim, file, sha256), summary.txt (exact totals per currency) and \
+            SHA256SUMS (check with `sha256sum -c SHA256SUMS`), besides manifest.csv and receipts.json.
+            Example: receipt export hsa-2025 --for claim --category health --status submitted
+            A receipt without a merchant is named after its attachment's file name.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -21,12 +28,20 @@ struct ExportCommand: ParsableCommand {
     @Option(help: "Only this zone.") var zone: String?
     @Option(help: ArgumentHelp("Only dated on or after.", valueName: "YYYY-MM-DD")) var from: String?
     @Option(help: ArgumentHelp("Only dated on or before.", valueName: "YYYY-MM-DD")) var to: String?
+    @Option(help: "Only this category (case-insensitive).") var category: String?
+    @Option(help: ArgumentHelp("Only receipts whose claim stands so.", valueName: "none|submitted|reimbursed|denied"))
+    var status: String?
+    @Option(name: .customLong("for"), help: ArgumentHelp("Who the export is for.", valueName: "plain|claim")) var purpose = "plain"
     @Flag(help: "Write one zip file instead of a folder.") var zip = false
 
     func run() throws {
+        guard let purpose = ExportPurpose(rawValue: purpose) else {
+            throw VaultError(.badInput, "invalid --for '\(purpose)': expected plain or claim")
+        }
         let vault = try options.openVault()
         let progress = ProgressLine("exporting")
-        let report = try vault.export(to: destination, filter: ExportFilter(zone: zone, from: from, to: to), zip: zip) {
+        let filter = ExportFilter(zone: zone, from: from, to: to, category: category, status: status)
+        let report = try vault.export(to: destination, filter: filter, zip: zip, for: purpose) {
             progress.update(files: $0.filesDone, of: $0.filesTotal, bytes: $0.bytesDone, of: $0.bytesTotal)
         }
         progress.finish()

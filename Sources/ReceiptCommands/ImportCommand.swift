@@ -21,6 +21,9 @@ struct ImportCommand: ParsableCommand {
             bad row is reported with its line number and nothing is imported (exit 2). Rows sharing an id \
             form one receipt; a row whose id exists updates that receipt, so re-importing changes nothing.
             Example: receipt import --manifest export-2025/manifest.csv
+
+            After committing, import extracts the text of what it imported for `receipt search` (of \
+            every attachment still pending, after a manifest); --no-index skips that (see `receipt index`).
             """)
 
     @OptionGroup var options: VaultOptions
@@ -33,6 +36,8 @@ struct ImportCommand: ParsableCommand {
     var manifest: String?
     @OptionGroup var meta: MetadataOptions
     @Option(name: .customLong("tag"), help: "A tag (repeatable).") var tags: [String] = []
+    @Flag(help: "Do not extract the text of what was imported (run `receipt index` later).") var noIndex = false
+    @OptionGroup var text: TextOptions
 
     func validate() throws {
         if manifest != nil {
@@ -63,6 +68,7 @@ struct ImportCommand: ParsableCommand {
                 let summary = try vault.importManifestStreamed(manifest, zone: zone, progress: update) { try spool.add($0) }
                 progress.finish()
                 try spool.print(failed: summary.failed)
+                try indexAfterImport(vault, only: nil)
                 return try renderFailures(summary.failed)
             }
             // Lines go out as each batch commits, not all at the end: memory stays flat with the row count.
@@ -78,8 +84,10 @@ struct ImportCommand: ParsableCommand {
             }
             progress.finish()
             if !text.isEmpty { Output.write(text) }
-            return try renderSummary(added: summary.added, receipts: summary.receiptsAdded, existing: summary.existing,
-                                     failed: summary.failed)
+            return try thenIndex(vault, only: nil) {
+                try renderSummary(added: summary.added, receipts: summary.receiptsAdded, existing: summary.existing,
+                                  failed: summary.failed)
+            }
         }
         var metadata = meta.metadata
         if !tags.isEmpty { metadata.tags = tags }
@@ -88,7 +96,29 @@ struct ImportCommand: ParsableCommand {
             progress.update(files: $0.filesDone, of: $0.filesTotal, bytes: $0.bytesDone, of: $0.bytesTotal)
         }
         progress.finish()
-        try render(report, json: options.json)
+        try thenIndex(vault, only: Set(report.imported.map(\.sha256))) { try render(report, json: options.json) }
+    }
+
+    /// Renders the import's report, then indexes (also when some files failed: exit 1 comes after).
+    func thenIndex(_ vault: Vault, only: Set<String>?, render: () throws -> Void) throws {
+        var rendered: Error?
+        do { try render() } catch { rendered = error }
+        try indexAfterImport(vault, only: only)
+        if let rendered { throw rendered }
+    }
+
+    /// The text of what was just committed, for search: a failure here never fails the import.
+    func indexAfterImport(_ vault: Vault, only: Set<String>?) throws {
+        guard !noIndex, only?.isEmpty != true else { return }
+        do {
+            let outcome = try TextIndexing.run(vault, only: only, options: text)
+            if outcome.extracted + outcome.failed > 0 {
+                Output.note("indexed the text of \(outcome.extracted) file(s)" + (outcome.failed > 0 ? ", \(outcome.failed) failed" : ""))
+            }
+        } catch {
+            Output.note("receipt: the import is committed, but its text was not indexed (\(Failure.describe(error).message)): "
+                + "run `receipt index`")
+        }
     }
 }
 

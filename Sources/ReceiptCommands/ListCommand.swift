@@ -13,10 +13,13 @@ struct ListCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Only dated on or before.", valueName: "YYYY-MM-DD")) var to: String?
     @Option(help: "Only this merchant (case-insensitive).") var merchant: String?
     @Option(help: "Only this category (case-insensitive).") var category: String?
+    @Option(help: ArgumentHelp("Only receipts whose claim stands so.", valueName: "none|submitted|reimbursed|denied"))
+    var status: String?
 
     func run() throws {
         let vault = try options.openVault()
-        let receipts = try vault.list(ListFilter(zone: zone, from: from, to: to, merchant: merchant, category: category))
+        let receipts = try vault.list(ListFilter(zone: zone, from: from, to: to, merchant: merchant, category: category,
+                                                 status: status))
         if options.json { return try Output.json(receipts) }
         for r in receipts { Output.line(summary(r)) }
     }

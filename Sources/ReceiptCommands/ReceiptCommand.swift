@@ -19,7 +19,7 @@ public struct ReceiptCommand: AsyncParsableCommand {
             InitCommand.self, ImportCommand.self, ListCommand.self, ShowCommand.self, EditCommand.self,
             RemoveCommand.self, AttachCommand.self, DetachCommand.self, CatCommand.self, StatsCommand.self, ExportCommand.self,
             ServerCommand.self, RemoteCommand.self, ZoneCommand.self, ShareCommand.self, UnshareCommand.self, SyncCommand.self, WipeCommand.self,
-            GCCommand.self, FsckCommand.self, WatchCommand.self,
+            GCCommand.self, FsckCommand.self, WatchCommand.self, IndexCommand.self, SearchCommand.self, ReportCommand.self,
         ]
     )
 

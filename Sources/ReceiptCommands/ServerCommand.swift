@@ -9,7 +9,8 @@ struct ServerCommand: AsyncParsableCommand {
         commandName: "server", abstract: "Run a sync server, or manage the accounts, tokens and blobs of its data folder.",
         subcommands: [ServerAccountAddCommand.self, ServerAccountListCommand.self, ServerTokenAddCommand.self,
                       ServerTokenRotateCommand.self, ServerTokenRevokeCommand.self, ServerAccountQuotaCommand.self,
-                      ServerAccountRemoveCommand.self, ServerCertCommand.self, ServerRunCommand.self])
+                      ServerAccountRemoveCommand.self, ServerCertCommand.self, ServerRunCommand.self,
+                      ServerPasswdCommand.self, ServerSessionsRevokeCommand.self])
 }
 
 struct ServerAccountAddCommand: AsyncParsableCommand {

@@ -24,6 +24,11 @@ func describe(_ r: ReceiptView) {
         Output.line("\((label + ":").padding(toLength: 11, withPad: " ", startingAt: 0))\(value ?? "-")")
     }
     if !r.tags.isEmpty { Output.line("tags:      \(r.tags.joined(separator: ", "))") }
+    if r.status != "none" || r.claim != nil || r.reimbursedOn != nil {
+        Output.line("status:    \(r.status)")
+        Output.line("claim:     \(r.claim ?? "-")")
+        Output.line("paid on:   \(r.reimbursedOn ?? "-")")
+    }
     for a in r.attachments {
         Output.line("file:      \(a.filename)  \(a.mediaType)  \(a.size) bytes  \(a.sha256)")
     }

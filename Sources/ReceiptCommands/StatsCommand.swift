@@ -14,5 +14,6 @@ struct StatsCommand: ParsableCommand {
         Output.line("blobs:          \(s.blobs) (\(s.externalBlobs) files, \(s.inlineBlobs) inline)")
         Output.line("logical bytes:  \(s.logicalBytes) (\(Format.bytes(s.logicalBytes)))")
         Output.line("stored bytes:   \(s.storedBytes) (\(Format.bytes(s.storedBytes)))")
+        Output.line("text indexed:   \(s.indexedBlobs) blobs, \(s.pendingIndex) pending (receipt index)")
     }
 }

@@ -129,6 +129,18 @@ final class ProgressLine: @unchecked Sendable {
         FileHandle.standardError.write(Data(text.utf8))
     }
 
+    /// Items of a known total (no bytes): count, rate and time left.
+    func update(label phase: String, items: Int, of total: Int) {
+        guard enabled else { return }
+        let now = Date()
+        guard now.timeIntervalSince(lastDraw) > 0.1 || items == total else { return }
+        lastDraw = now
+        let rate = Double(items) / max(now.timeIntervalSince(start), 0.001)
+        let left = rate > 0 ? Double(total - items) / rate : 0
+        let text = String(format: "\r%@ %d/%d files, %.1f/s, %@ left \u{1B}[K", phase, items, total, rate, Format.duration(left))
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
     func finish() {
         guard enabled else { return }
         FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))

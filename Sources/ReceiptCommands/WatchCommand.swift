@@ -26,8 +26,8 @@ struct WatchCommand: ParsableCommand {
     @OptionGroup var options: VaultOptions
 
     @Argument(help: ArgumentHelp("The folder to watch.", valueName: "dir")) var dir: String
-    @Option(help: "Zone to import into (default: personal).") var zone: String = "personal"
-    @Option(help: ArgumentHelp("Seconds between polls; a file unchanged for this long is complete (default 2).",
+    @Option(help: "Zone to import into.") var zone: String = "personal"
+    @Option(help: ArgumentHelp("Seconds between polls; a file unchanged for this long is complete.",
                                valueName: "seconds"))
     var interval: Double = 2
     @Flag(help: "Handle the files there now and exit (for cron and systemd timers).") var once = false
@@ -133,7 +133,7 @@ final class WatchDisplay {
     private func status() {
         guard terminal else { return }
         let text = "\rwatching \(dir): \(report.imported.count) imported, \(report.duplicates.count) duplicate(s), "
-            + "\(report.failed.count) failed, \(pending) being written \u{1B}[K"
+            + "\(report.failed.count) failed, \(pending) waiting to be complete \u{1B}[K"
         FileHandle.standardError.write(Data(text.utf8))
     }
 

@@ -46,7 +46,8 @@ public final class Inbox {
     private var givenUp: [String: FileSignature] = [:]
 
     public init(folder given: String, vault: Vault, zone: String, interval: Double) throws {
-        let path = given.hasPrefix("/") ? given : FileSystem.join(FileManager.default.currentDirectoryPath, given)
+        var path = given.hasPrefix("/") ? given : FileSystem.join(FileManager.default.currentDirectoryPath, given)
+        while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
         guard let st = try? FileSystem.status(path, followLinks: true) else {
             throw VaultError(.notFound, "cannot watch \(given): no such folder")
         }

@@ -16,10 +16,13 @@ import Glibc
 public struct ServerContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     var account: Account?
+    /// The peer's IP address (the web view slows down repeated failed sign-ins per address).
+    let remoteAddress: String?
 
     public init(source: Source) {
         coreContext = .init(source: source)
         account = nil
+        remoteAddress = source.channel.remoteAddress?.ipAddress
     }
 
     /// Largest JSON body accepted (blob bodies are streamed and limited separately).
@@ -88,12 +91,17 @@ public struct ServerLimits: Sendable {
 /// The sync server: an HTTP application over a server data folder.
 public enum SyncServer {
     /// Builds the router (every route under `/v1`, every route authenticated).
-    public static func buildRouter(catalog: any ServerStore, limits: ServerLimits = ServerLimits()) -> Router<ServerContext> {
+    public static func buildRouter(catalog: any ServerStore, limits: ServerLimits = ServerLimits(),
+                                   web: WebOptions = WebOptions()) -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)
         router.add(middleware: ErrorMiddleware())
         let v1 = router.group("v1").add(middleware: AuthMiddleware(catalog: catalog))
         ZoneRoutes(catalog: catalog).register(v1)
         BlobRoutes(catalog: catalog, limits: limits).register(v1)
+        // The web view runs over the embedded catalog only (not yet on PostgreSQL).
+        if let embedded = catalog as? ServerCatalog {
+            WebRoutes(catalog: embedded, limits: limits, web: web).register(router)
+        }
         return router
     }
 
@@ -145,7 +153,7 @@ public enum SyncServer {
             // A connection silent for two minutes is closed (no client holds a slot forever).
             let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(120)))
             let app = Application(
-                router: buildRouter(catalog: catalog, limits: limits),
+                router: buildRouter(catalog: catalog, limits: limits, web: WebOptions(secureCookies: tls != nil)),
                 server: try tls.map { try .tls(http1, tlsConfiguration: $0.configuration()) } ?? http1,
                 configuration: .init(address: .hostname(host, port: port), serverName: "receipt"),
                 onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },

@@ -129,6 +129,7 @@ public final class ServerCatalog: Sendable {
                 """)
         }
         registerAccountMigrations(&m)
+        registerWebMigrations(&m)
         return m
     }
 

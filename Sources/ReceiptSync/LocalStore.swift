@@ -32,7 +32,10 @@ enum LocalStore {
                                                     mediaType: $0["mediaType"]) }
         return (r.zone, WireReceipt(merchant: r.merchant, date: r.date, total: r.total, currency: r.currency,
                                     category: r.category, note: r.note, tags: r.tags, attachments: attachments,
-                                    createdAt: r.createdAt, modifiedAt: r.modifiedAt))
+                                    createdAt: r.createdAt, modifiedAt: r.modifiedAt,
+                                    // `none` travels as absent, as a revision-1 peer writes it.
+                                    status: r.status == ClaimStatus.none.rawValue ? nil : r.status,
+                                    claim: r.claim, reimbursedOn: r.reimbursedOn))
     }
 
     /// Makes the local receipt `id` in `zone` hold `content` (nil: deletes it). Every blob it
@@ -44,7 +47,9 @@ enum LocalStore {
         }
         let receipt = Receipt(id: id, zone: zone, merchant: content.merchant, date: content.date, total: content.total,
                               currency: content.currency, category: content.category, note: content.note,
-                              tags: content.tags, createdAt: content.createdAt, modifiedAt: content.modifiedAt)
+                              tags: content.tags, createdAt: content.createdAt, modifiedAt: content.modifiedAt,
+                              status: content.status ?? ClaimStatus.none.rawValue, claim: content.claim,
+                              reimbursedOn: content.reimbursedOn)
         try receipt.save(db)
         try db.execute(sql: "DELETE FROM attachments WHERE receiptID = ?", arguments: [id])
         for (position, a) in content.attachments.enumerated() {

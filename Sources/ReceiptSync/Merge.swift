@@ -59,6 +59,9 @@ public enum ReceiptMerge {
         m.currency = text(\.currency)
         m.category = text(\.category)
         m.note = text(\.note)
+        m.status = text(\.status)
+        m.claim = text(\.claim)
+        m.reimbursedOn = text(\.reimbursedOn)
         m.tags = mergeSets(base: base?.tags, local: l.tags, server: s.tags, key: { $0 }, combine: { a, _, _ in a })
         m.attachments = mergeSets(base: base?.attachments, local: l.attachments, server: s.attachments, key: \.sha256) { a, b, old in
             var r = a

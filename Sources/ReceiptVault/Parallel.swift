@@ -149,3 +149,27 @@ private final class WorkState<R>: @unchecked Sendable {
         condition.unlock()
     }
 }
+
+extension Parallel {
+    /// One value handed from one thread to another: the first `put` wins, `take` waits for it.
+    final class Handoff<T: Sendable>: @unchecked Sendable {
+        private let condition = NSCondition()
+        private var value: T?
+
+        func put(_ value: T) {
+            condition.lock()
+            if self.value == nil { self.value = value }
+            condition.broadcast()
+            condition.unlock()
+        }
+
+        func take() -> T {
+            condition.lock()
+            defer { condition.unlock() }
+            while true {
+                if let value { return value }
+                condition.wait()
+            }
+        }
+    }
+}

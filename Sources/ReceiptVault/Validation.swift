@@ -1,3 +1,4 @@
+import ReceiptCatalog
 import Foundation
 
 /// Parsing and checking of user-supplied metadata. Each function returns the canonical form or
@@ -46,6 +47,15 @@ public enum Validate {
         let result = whole + (pieces.count == 2 ? "." + pieces[1] : "")
         let isZero = result.allSatisfy { $0 == "0" || $0 == "." }
         return (isZero ? "" : sign) + result
+    }
+
+    /// A claim status: none, submitted, reimbursed or denied.
+    public static func status(_ text: String) throws -> String {
+        guard let status = ClaimStatus(rawValue: text.lowercased()) else {
+            throw VaultError.bad("invalid status '\(text)': expected one of "
+                + ClaimStatus.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        return status.rawValue
     }
 
     /// An ISO 4217 currency code, upper-cased.

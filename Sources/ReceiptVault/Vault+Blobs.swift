@@ -2,6 +2,7 @@ import BlobStore
 import Foundation
 import GRDB
 import ReceiptCatalog
+import ReceiptText
 
 public struct VaultStats: Codable, Sendable, Equatable {
     public var receipts: Int
@@ -13,6 +14,10 @@ public struct VaultStats: Codable, Sendable, Equatable {
     public var logicalBytes: Int64
     /// Bytes the blobs take: files (after compression) plus inline bytes.
     public var storedBytes: Int64
+    /// Referenced blobs whose text is extracted (or recorded as failed) by the current extractor.
+    public var indexedBlobs: Int = 0
+    /// Referenced blobs whose text is still to extract (`receipt index`).
+    public var pendingIndex: Int = 0
 }
 
 extension Vault {
@@ -119,8 +124,10 @@ extension Vault {
                     FROM blobs
                     """)
                 guard let row else { throw VaultError(.io, "the catalog returned no statistics") }
+                let text = try Catalog.textCounts(db, version: TextExtractor.version)
                 return VaultStats(receipts: row[0], attachments: row[1], blobs: row[2], externalBlobs: row[3],
-                                  inlineBlobs: row[4], logicalBytes: row[5], storedBytes: row[6])
+                                  inlineBlobs: row[4], logicalBytes: row[5], storedBytes: row[6],
+                                  indexedBlobs: text.indexed, pendingIndex: text.pending)
             }
         }
     }

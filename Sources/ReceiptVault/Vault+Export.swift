@@ -12,12 +12,22 @@ public struct ExportFilter: Sendable {
     public var zone: String?
     public var from: String?
     public var to: String?
+    public var category: String?
+    public var status: String?
 
-    public init(zone: String? = nil, from: String? = nil, to: String? = nil) {
+    public init(zone: String? = nil, from: String? = nil, to: String? = nil, category: String? = nil, status: String? = nil) {
         self.zone = zone
         self.from = from
         self.to = to
+        self.category = category
+        self.status = status
     }
+}
+
+/// Who an export is for: `plain` (folders by month) or `claim`, a package an accountant or insurer
+/// accepts (numbered files, index.csv, summary.txt, SHA256SUMS; see Vault+ClaimPackage.swift).
+public enum ExportPurpose: String, Sendable, CaseIterable {
+    case plain, claim
 }
 
 public struct ExportedFile: Codable, Sendable, Equatable {
@@ -66,19 +76,21 @@ extension Vault {
     /// A missing or corrupt blob is reported in `failed` and the rest is still exported. The export
     /// is durable on return.
     public func export(to destination: String, filter: ExportFilter = ExportFilter(), zip: Bool = false,
+                       for purpose: ExportPurpose = .plain,
                        progress: (@Sendable (ExportProgress) -> Void)? = nil) throws -> ExportReport {
         let destination = absolute(destination)
         try checkDestination(destination, zip: zip)
-        let receipts = try list(ListFilter(zone: filter.zone, from: filter.from, to: filter.to))
-        let items = Self.exportNames(receipts)
+        let receipts = try list(ListFilter(zone: filter.zone, from: filter.from, to: filter.to, category: filter.category,
+                                           status: filter.status))
+        let items = purpose == .claim ? Self.claimNames(receipts) : Self.exportNames(receipts)
         var tally = ExportProgress(filesDone: 0, filesTotal: items.count, bytesDone: 0,
                                    bytesTotal: items.reduce(0) { $0 + $1.size })
         let failures: [ExportFailure]
         if zip {
-            failures = try wrapped { try exportZip(destination, receipts: receipts, items: items,
+            failures = try wrapped { try exportZip(destination, receipts: receipts, items: items, purpose: purpose,
                                                    tally: &tally, progress: progress) }
         } else {
-            failures = try wrapped { try exportFolder(destination, receipts: receipts, items: items,
+            failures = try wrapped { try exportFolder(destination, receipts: receipts, items: items, purpose: purpose,
                                                       tally: &tally, progress: progress) }
         }
         let failedKeys = Set(failures.map { $0.receipt + "/" + $0.sha256 })
@@ -128,7 +140,7 @@ extension Vault {
 
     // MARK: - Folder
 
-    private func exportFolder(_ destination: String, receipts: [ReceiptView], items: [ExportItem],
+    private func exportFolder(_ destination: String, receipts: [ReceiptView], items: [ExportItem], purpose: ExportPurpose,
                               tally: inout ExportProgress, progress: (@Sendable (ExportProgress) -> Void)?) throws -> [ExportFailure] {
         try FileSystem.makeDirectories(destination)
         var folders = Set<String>()
@@ -169,9 +181,9 @@ extension Vault {
         for case .failure(let error) in outcomes { throw error }
         tally = state.tally
         let failures = state.failures.sorted { ($0.receipt, $0.sha256) < ($1.receipt, $1.sha256) }
-        let manifest = try Self.exportManifest(receipts, items: items, failures: failures)
-        try Self.writeNew(FileSystem.join(destination, Self.exportManifestName), manifest)
-        try Self.writeNew(FileSystem.join(destination, Self.exportListName), try Self.exportListing(receipts))
+        for (name, data) in try Self.closingFiles(receipts, items: items, failures: failures, purpose: purpose) {
+            try Self.writeNew(FileSystem.join(destination, name), data)
+        }
         // One syncfs for every file and folder written, then the folder's own entry.
         try FileSystem.syncFileSystem(containing: destination)
         try FileSystem.syncDirectory(FileSystem.parentPath(destination))
@@ -186,7 +198,7 @@ extension Vault {
 
     // MARK: - Zip
 
-    private func exportZip(_ destination: String, receipts: [ReceiptView], items: [ExportItem],
+    private func exportZip(_ destination: String, receipts: [ReceiptView], items: [ExportItem], purpose: ExportPurpose,
                            tally: inout ExportProgress, progress: (@Sendable (ExportProgress) -> Void)?) throws -> [ExportFailure] {
         let folder = FileSystem.parentPath(destination)
         let base = Self.lastComponent(destination)
@@ -244,8 +256,7 @@ extension Vault {
             tally.bytesDone += item.size
             progress?(tally)
         }
-        let manifest = try Self.exportManifest(receipts, items: items, failures: failures)
-        for (name, data) in [(Self.exportManifestName, manifest), (Self.exportListName, try Self.exportListing(receipts))] {
+        for (name, data) in try Self.closingFiles(receipts, items: items, failures: failures, purpose: purpose) {
             try addZipEntry(archive, name, size: Int64(data.count), mediaType: true, destination: destination) { position, size in
                 let start = Int(position)
                 return data.subdata(in: start..<min(start + size, data.count))
@@ -291,10 +302,9 @@ extension Vault {
         for r in receipts {
             let day = r.date.flatMap { try? Validate.date($0) }
             let folder = day.map { "\($0.prefix(4))/\($0.dropFirst(5).prefix(2))" } ?? "undated"
-            let slug = Self.slug(r.merchant ?? "", fallback: "receipt")
             let idPart = Self.slug(String(r.id.prefix(8)), fallback: "receipt")
-            let stem = (day.map { $0 + "_" } ?? "") + slug + "_" + idPart
             for (n, a) in r.attachments.enumerated() {
+                let stem = (day.map { $0 + "_" } ?? "") + Self.nameSlug(r, a) + "_" + idPart
                 let ext = Self.safeExtension(a.filename, mediaType: a.mediaType)
                 let numbered = r.attachments.count > 1 ? "\(stem)_\(n + 1)" : stem
                 var name = "\(folder)/\(numbered).\(ext)"
@@ -308,6 +318,16 @@ extension Vault {
             }
         }
         return items
+    }
+
+    /// The merchant's name, or for a receipt without one the attachment's original file name (its
+    /// stem): `changelog_fff64f7a.pdf`, never a bare `receipt_fff64f7a.pdf`.
+    static func nameSlug(_ r: ReceiptView, _ a: ReceiptView.File) -> String {
+        let merchant = slug(r.merchant ?? "", fallback: "")
+        if !merchant.isEmpty { return merchant }
+        let last = lastComponent(a.filename)
+        let stem = last.lastIndex(of: ".").map { $0 == last.startIndex ? last : String(last[..<$0]) } ?? last
+        return slug(stem, fallback: "receipt")
     }
 
     /// Lowercase ASCII letters and digits, runs of anything else turned into one `-`, at most 40
@@ -365,7 +385,7 @@ extension Vault {
         let failed = Set(failures.map { $0.receipt + "/" + $0.sha256 })
         let stream = OutputStream(toMemory: ())
         let columns: [ManifestColumn] = [.path, .id, .zone, .date, .merchant, .total, .currency, .category, .note,
-                                         .tags, .filename, .sha256]
+                                         .tags, .filename, .sha256, .status, .claim, .reimbursedOn]
         do {
             let writer = try CSVWriter(stream: stream, newline: .crlf)
             try writer.write(row: columns.map(\.rawValue))
@@ -389,6 +409,9 @@ extension Vault {
                         case .tags: return r.tags.joined(separator: ";")
                         case .filename: return filename
                         case .sha256: return sha256
+                        case .status: return r.status
+                        case .claim: return r.claim ?? ""
+                        case .reimbursedOn: return r.reimbursedOn ?? ""
                         }
                     }
                 }

@@ -261,6 +261,7 @@ extension Vault {
             defer { try? vault.close() }
             do {
                 try await vault.checkInvariants(options, sink: sink)
+                try vault.checkSearchIndex(repair: options.repair, sink: sink)
             } catch let error as CancellationError {
                 throw error
             } catch {

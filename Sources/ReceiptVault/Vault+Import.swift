@@ -40,8 +40,6 @@ public struct ImportProgress: Sendable {
 /// A regular file to import.
 public struct InputFile: Sendable {
     public let path: String
-    /// The name it is filed under.
-    public let name: String
     public let size: Int64
     /// As it was listed: the import stat cache keys on it. nil for a file a manifest row checked.
     public let status: FileStatus?
@@ -51,25 +49,24 @@ public struct InputFile: Sendable {
     struct Checked: Sendable {
         let id: BlobID
         let mediaType: String
-        /// The path as the manifest gave it, for messages.
-        let given: String
     }
 
     init(path: String, status: FileStatus) {
         self.path = path
         self.status = status
-        name = path.split(separator: "/").last.map(String.init) ?? path
         size = status.size
         checked = nil
     }
 
-    init(checked path: String, name: String, size: Int64, id: BlobID, mediaType: String, given: String) {
+    init(checked path: String, size: Int64, id: BlobID, mediaType: String) {
         self.path = path
-        self.name = name
         self.size = size
         status = nil
-        checked = Checked(id: id, mediaType: mediaType, given: given)
+        checked = Checked(id: id, mediaType: mediaType)
     }
+
+    /// The name it is filed under: the last component of its path.
+    public var name: String { path.split(separator: "/").last.map(String.init) ?? path }
 }
 
 extension Vault {

@@ -22,9 +22,13 @@ public struct ReceiptView: Codable, Sendable, Equatable {
     public var note: String?
     public var tags: [String]
     public var attachments: [File]
+    /// The claim: `none`, `submitted`, `reimbursed` or `denied`; its reference; the day it was paid.
+    public var status: String = ClaimStatus.none.rawValue
+    public var claim: String?
+    public var reimbursedOn: String?
 
     enum CodingKeys: String, CodingKey {
-        case id, zone, merchant, date, total, currency, category, note, tags, attachments
+        case id, zone, merchant, date, total, currency, category, note, tags, attachments, status, claim, reimbursedOn
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -40,6 +44,9 @@ public struct ReceiptView: Codable, Sendable, Equatable {
         try c.encode(note, forKey: .note)
         try c.encode(tags, forKey: .tags)
         try c.encode(attachments, forKey: .attachments)
+        try c.encode(status, forKey: .status)
+        try c.encode(claim, forKey: .claim)
+        try c.encode(reimbursedOn, forKey: .reimbursedOn)
     }
 }
 
@@ -52,9 +59,13 @@ public struct ReceiptMetadata: Sendable, Equatable {
     public var category: String?
     public var note: String?
     public var tags: [String]?
+    public var status: String?
+    public var claim: String?
+    public var reimbursedOn: String?
 
     public init(merchant: String? = nil, date: String? = nil, total: String? = nil, currency: String? = nil,
-                category: String? = nil, note: String? = nil, tags: [String]? = nil) {
+                category: String? = nil, note: String? = nil, tags: [String]? = nil, status: String? = nil,
+                claim: String? = nil, reimbursedOn: String? = nil) {
         self.merchant = merchant
         self.date = date
         self.total = total
@@ -62,6 +73,9 @@ public struct ReceiptMetadata: Sendable, Equatable {
         self.category = category
         self.note = note
         self.tags = tags
+        self.status = status
+        self.claim = claim
+        self.reimbursedOn = reimbursedOn
     }
 
     /// Checks and canonicalizes every field; throws naming the first bad one.
@@ -74,6 +88,9 @@ public struct ReceiptMetadata: Sendable, Equatable {
         m.category = try category.map { try Validate.text($0, field: "category") }
         m.note = try note.map { try Validate.text($0, field: "note") }
         m.tags = try tags.map { try $0.map { try Validate.text($0, field: "tag") } }
+        m.status = try status.map(Validate.status)
+        m.claim = try claim.map { try Validate.text($0, field: "claim") }
+        m.reimbursedOn = try reimbursedOn.map { $0.isEmpty ? "" : try Validate.date($0) }
         return m
     }
 
@@ -85,6 +102,9 @@ public struct ReceiptMetadata: Sendable, Equatable {
         if let category { r.category = category.isEmpty ? nil : category }
         if let note { r.note = note.isEmpty ? nil : note }
         if let tags { r.tags = tags }
+        if let status { r.status = status }
+        if let claim { r.claim = claim.isEmpty ? nil : claim }
+        if let reimbursedOn { r.reimbursedOn = reimbursedOn.isEmpty ? nil : reimbursedOn }
     }
 }
 
@@ -94,13 +114,16 @@ public struct ListFilter: Sendable {
     public var to: String?
     public var merchant: String?
     public var category: String?
+    public var status: String?
 
-    public init(zone: String? = nil, from: String? = nil, to: String? = nil, merchant: String? = nil, category: String? = nil) {
+    public init(zone: String? = nil, from: String? = nil, to: String? = nil, merchant: String? = nil, category: String? = nil,
+                status: String? = nil) {
         self.zone = zone
         self.from = from
         self.to = to
         self.merchant = merchant
         self.category = category
+        self.status = status
     }
 }
 
@@ -109,6 +132,7 @@ extension Vault {
     public func list(_ filter: ListFilter = ListFilter()) throws -> [ReceiptView] {
         let from = try filter.from.map(Validate.date)
         let to = try filter.to.map(Validate.date)
+        let status = try filter.status.map(Validate.status)
         return try wrapped {
             try catalog.read { db in
                 if let zone = filter.zone { _ = try requireZone(db, zone) }
@@ -119,6 +143,7 @@ extension Vault {
                 if let to { clauses.append("date <= ?"); args.append(to) }
                 if let m = filter.merchant { clauses.append("merchant = ? COLLATE NOCASE"); args.append(m) }
                 if let c = filter.category { clauses.append("category = ? COLLATE NOCASE"); args.append(c) }
+                if let status { clauses.append("status = ?"); args.append(status) }
                 let whereSQL = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
                 let receipts = try Receipt.fetchAll(db, sql: """
                     SELECT * FROM receipts \(whereSQL) ORDER BY date IS NULL, date, id
@@ -227,7 +252,8 @@ extension Vault {
         }
         return receipts.map { r in
             ReceiptView(id: r.id, zone: r.zone, merchant: r.merchant, date: r.date, total: r.total, currency: r.currency,
-                        category: r.category, note: r.note, tags: r.tags, attachments: files[r.id] ?? [])
+                        category: r.category, note: r.note, tags: r.tags, attachments: files[r.id] ?? [],
+                        status: r.status, claim: r.claim, reimbursedOn: r.reimbursedOn)
         }
     }
 

@@ -4,6 +4,9 @@
 /// The protocol's version prefix: every endpoint is under `/v1/`.
 public enum WireProtocol {
     public static let version = "v1"
+    /// Additions within v1 that old peers ignore: 2 (2026-11-25) adds a receipt's claim fields
+    /// (`status`, `claim`, `reimbursedOn`). See "Revisions" in docs/PROTOCOL.md.
+    public static let revision = 2
     /// Most records a pull returns in one page.
     public static let maxPageSize = 500
     /// Default page size of a pull.
@@ -100,10 +103,15 @@ public struct WireReceipt: Codable, Sendable, Equatable {
     public var attachments: [WireAttachment]
     public var createdAt: Int64
     public var modifiedAt: Int64
+    /// The claim (protocol revision 2): `submitted`, `reimbursed` or `denied` (absent: `none`), the
+    /// insurer's reference, the day it was reimbursed. Absent in a revision-1 peer's records.
+    public var status: String?
+    public var claim: String?
+    public var reimbursedOn: String?
 
     public init(merchant: String? = nil, date: String? = nil, total: String? = nil, currency: String? = nil,
                 category: String? = nil, note: String? = nil, tags: [String] = [], attachments: [WireAttachment] = [],
-                createdAt: Int64, modifiedAt: Int64) {
+                createdAt: Int64, modifiedAt: Int64, status: String? = nil, claim: String? = nil, reimbursedOn: String? = nil) {
         self.merchant = merchant
         self.date = date
         self.total = total
@@ -114,6 +122,9 @@ public struct WireReceipt: Codable, Sendable, Equatable {
         self.attachments = attachments
         self.createdAt = createdAt
         self.modifiedAt = modifiedAt
+        self.status = status
+        self.claim = claim
+        self.reimbursedOn = reimbursedOn
     }
 }
 
@@ -254,26 +265,32 @@ extension WireReceipt {
     public static let maxTags = 256
     public static let maxAttachments = 1024
 
+    /// YYYY-MM-DD as the catalog's CHECK accepts it.
+    static func isDay(_ text: String) -> Bool {
+        let b = Array(text.utf8)
+        let digits = [0, 1, 2, 3, 5, 6, 8, 9]
+        return b.count == 10 && b[4] == UInt8(ascii: "-") && b[7] == UInt8(ascii: "-")
+            && digits.allSatisfy({ b[$0] >= 48 && b[$0] <= 57 }) && b[5] <= UInt8(ascii: "1") && b[8] <= UInt8(ascii: "3")
+    }
+
     /// Why this content cannot be stored in a vault's catalog (one sentence), or nil when it can.
     /// The server refuses such a record, so a bad push can never wedge another member's pull.
     public func validationError() -> String? {
         for (name, value) in [("merchant", merchant), ("date", date), ("total", total), ("currency", currency),
-                              ("category", category), ("note", note)] {
+                              ("category", category), ("note", note), ("claim", claim)] {
             if let value, value.count > Self.maxFieldLength {
                 return "the \(name) is longer than \(Self.maxFieldLength) characters"
             }
         }
-        if let date {
-            let b = Array(date.utf8)
-            let digits = [0, 1, 2, 3, 5, 6, 8, 9]
-            guard b.count == 10, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
-                  digits.allSatisfy({ b[$0] >= 48 && b[$0] <= 57 }), b[5] <= UInt8(ascii: "1"), b[8] <= UInt8(ascii: "3")
-            else { return "the date \(date) is not YYYY-MM-DD" }
-        }
+        if let date, !Self.isDay(date) { return "the date \(date) is not YYYY-MM-DD" }
         if let total, !total.utf8.contains(where: { $0 >= 48 && $0 <= 57 }) {
             return "the total \(total) is not a number"
         }
         if let currency, currency.count != 3 { return "the currency \(currency) is not a 3-letter code" }
+        if let status, !["submitted", "reimbursed", "denied"].contains(status) {
+            return "the status \(status) is not submitted, reimbursed or denied"
+        }
+        if let reimbursedOn, !Self.isDay(reimbursedOn) { return "the reimbursement date \(reimbursedOn) is not YYYY-MM-DD" }
         if tags.count > Self.maxTags { return "more than \(Self.maxTags) tags" }
         if tags.contains(where: { $0.count > Self.maxFieldLength }) { return "a tag is too long" }
         if attachments.count > Self.maxAttachments { return "more than \(Self.maxAttachments) attachments" }

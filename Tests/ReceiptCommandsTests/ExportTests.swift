@@ -46,13 +46,13 @@ final class ExportTests: CLITestCase {
         let names = files(dest)
         let p = { (id: String) in String(id.prefix(8)) }
         XCTAssertEqual(names, [
-            "2024/12/2024-12-31_receipt_\(p(ids[3])).jpg",
+            "2024/12/2024-12-31_large_\(p(ids[3])).jpg",
             "2025/03/2025-03-04_cafe-muller_\(p(ids[1])).txt",
             "2025/03/2025-03-04_etc-acme-inc-quoted_\(p(ids[0]))_1.pdf",
             "2025/03/2025-03-04_etc-acme-inc-quoted_\(p(ids[0]))_2.jpg",
             "manifest.csv",
             "receipts.json",
-            "undated/receipt_\(p(ids[2])).png",
+            "undated/hidden_\(p(ids[2])).png",
         ].sorted())
         for name in names {
             XCTAssertTrue(name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "/._-".contains($0)) }, name)
@@ -64,7 +64,7 @@ final class ExportTests: CLITestCase {
         let listed = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dest + "/receipts.json")))
         XCTAssertEqual(listed as? NSArray, try json("list") as? NSArray)
         let manifest = try String(contentsOfFile: dest + "/manifest.csv", encoding: .utf8)
-        XCTAssertTrue(manifest.hasPrefix("path,id,zone,date,merchant,total,currency,category,note,tags,filename,sha256\r\n"))
+        XCTAssertTrue(manifest.hasPrefix("path,id,zone,date,merchant,total,currency,category,note,tags,filename,sha256,status,claim,reimbursed_on\r\n"))
         XCTAssertTrue(manifest.contains("\"../../etc/Acme, Inc.\n\"\"quoted\"\"\""), "quoted as RFC 4180")
     }
 

@@ -153,6 +153,6 @@ final class ImportTests: CLITestCase {
         let r = try receipt("import", folder.file("many"))
         XCTAssertEqual(r.status, 0)
         XCTAssertFalse(r.stderr.contains("\r"), "progress drawn on a pipe")
-        XCTAssertEqual(r.stderr, "imported 20 receipt(s)\n")
+        XCTAssertEqual(r.stderr, "imported 20 receipt(s)\nindexed the text of 20 file(s)\n")
     }
 }

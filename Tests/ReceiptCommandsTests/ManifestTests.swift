@@ -231,7 +231,7 @@ final class ManifestTests: CLITestCase {
             .deletingLastPathComponent().appendingPathComponent("Fixtures").path
         let r = try receipt("import", "--manifest", fixtures + "/manifest.csv")
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertEqual(r.stderr, "imported 6 receipt(s) with 7 file(s)\n")
+        XCTAssertEqual(r.stderr, "imported 6 receipt(s) with 7 file(s)\nindexed the text of 7 file(s)\n")
         let receipts = try list()
         XCTAssertEqual(receipts.count, 6)
         var types: [String: String] = [:]
@@ -291,7 +291,7 @@ final class ManifestTests: CLITestCase {
         let text = try receipt("import", "--manifest", try manifest("path,id\nmore.txt,\(idC)\ntill.txt,\(idB)\n"))
         XCTAssertEqual(text.status, 0, text.stderr)
         XCTAssertEqual(text.stdout, "0c0c0c0c  more.txt\n2a3b4c5d  till.txt  (content already stored)\n")
-        XCTAssertEqual(text.stderr, "imported 2 receipt(s)\n")
+        XCTAssertEqual(text.stderr, "imported 2 receipt(s)\nindexed the text of 1 file(s)\n")
     }
 
     /// A row without an id whose file (name and content) another row of the same batch files first is

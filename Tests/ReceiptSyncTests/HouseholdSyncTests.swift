@@ -180,8 +180,8 @@ class HouseholdSyncTests: XCTestCase {
 
         // Offline, each edits: different fields of one receipt, the same field of it, and one deletes
         // a receipt the other edits. bob also attaches a file to the first one.
-        try await alice.ok(["edit", both, "--merchant", "Shop & Co", "--total", "9.99"])
-        try await bob.ok(["edit", both, "--note", "bob's note", "--total", "10.01"])
+        try await alice.ok(["edit", both, "--merchant", "Shop & Co", "--total", "9.99", "--status", "submitted", "--claim", "HSA-1"])
+        try await bob.ok(["edit", both, "--note", "bob's note", "--total", "10.01", "--reimbursed-on", "2025-04-02"])
         try await bob.ok(["attach", both, f3.path])
         try await alice.ok(["rm", contested])
         try await bob.ok(["edit", contested, "--category", "food"])
@@ -192,7 +192,7 @@ class HouseholdSyncTests: XCTestCase {
         XCTAssertEqual(Set(a.keys), [both, contested])
         XCTAssertEqual(Set(b.keys), [both, contested])
         for id in [both, contested] {
-            for key in ["merchant", "total", "note", "category", "date", "currency", "tags"] {
+            for key in ["merchant", "total", "note", "category", "date", "currency", "tags", "status", "claim", "reimbursedOn"] {
                 XCTAssertEqual("\(a[id]?[key] ?? "nil")", "\(b[id]?[key] ?? "nil")", "\(id) \(key)")
             }
             let aFiles = (a[id]?["attachments"] as? [[String: Any]] ?? []).compactMap { $0["sha256"] as? String }
@@ -202,6 +202,10 @@ class HouseholdSyncTests: XCTestCase {
         XCTAssertEqual(a[both]?["merchant"] as? String, "Shop & Co")
         XCTAssertEqual(a[both]?["note"] as? String, "bob's note")
         XCTAssertEqual(a[both]?["total"] as? String, "10.01") // bob edited it last
+        // The claim fields travel and merge field by field like the rest.
+        XCTAssertEqual(b[both]?["status"] as? String, "submitted")
+        XCTAssertEqual(b[both]?["claim"] as? String, "HSA-1")
+        XCTAssertEqual(a[both]?["reimbursedOn"] as? String, "2025-04-02")
         XCTAssertEqual(Set((a[both]?["attachments"] as? [[String: Any]] ?? []).compactMap { $0["sha256"] as? String }),
                        [f1.sha256, f3.sha256])
         XCTAssertEqual(a[contested]?["category"] as? String, "food") // the edit beat the delete

@@ -27,6 +27,22 @@ final class MergeTests: XCTestCase {
         XCTAssertEqual(ReceiptMerge.merge(base: base, local: r("Zzz", at: 40), server: r("Aaa", at: 40))?.merchant, "Zzz")
     }
 
+    func testClaimFieldsMergeFieldByField() {
+        let base = r("Shop")
+        var local = r("Shop", at: 20)
+        local.status = "submitted"
+        local.claim = "HSA-1"
+        var server = r("Shop", at: 30)
+        server.reimbursedOn = "2025-04-02"
+        let merged = ReceiptMerge.merge(base: base, local: local, server: server)
+        XCTAssertEqual(merged?.status, "submitted")
+        XCTAssertEqual(merged?.claim, "HSA-1")
+        XCTAssertEqual(merged?.reimbursedOn, "2025-04-02")
+        var bad = r("Shop")
+        bad.status = "paid"
+        XCTAssertNotNil(bad.validationError())
+    }
+
     func testTagsAndAttachmentsMergeAsSets() {
         let base = r("S", tags: ["a", "b"], files: ["1", "2"])
         let local = r("S", tags: ["a", "b", "c"], files: ["1"], at: 20)       // +c, -2

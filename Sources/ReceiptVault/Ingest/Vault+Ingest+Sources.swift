@@ -77,9 +77,9 @@ extension Vault {
     /// longer hashes as it did.
     private func prepare(_ fd: FileDescriptor, _ st: FileStatus, _ checked: InputFile.Checked) throws -> PreparedBlob {
         func changed(_ now: BlobID) -> VaultError {
-            VaultError.bad("\(checked.given) changed while it was being imported (it now hashes to \(now))")
+            VaultError.bad("\(fd.path) changed while it was being imported (it now hashes to \(now))")
         }
-        guard st.isRegular else { throw VaultError.bad("\(checked.given) is no longer a regular file") }
+        guard st.isRegular else { throw VaultError.bad("\(fd.path) is no longer a regular file") }
         if st.size < settings.inlineThreshold {
             var bytes = [UInt8](repeating: 0, count: Int(st.size) + 1)
             let n = try bytes.withUnsafeMutableBytes { try fd.readFully(into: $0) }

@@ -47,10 +47,18 @@ struct PreparedBlob: Sendable {
     var adopted: StoredBlob? = nil
 }
 
-/// The items of one batch, prepared. Staging files it still holds are dropped when it goes (after
-/// an install they are gone already).
+/// The items of one batch. Staging files it still holds are dropped when it goes (after an install
+/// they are gone already).
 final class PreparedBatch<Item: Sendable>: @unchecked Sendable {
-    enum State { case none, prepared(PreparedBlob), failed(String) }
+    enum State: Sendable {
+        case none
+        case prepared(PreparedBlob)
+        /// A small file, read inside the batch's transaction (slice by slice, the next slice read
+        /// while one is inserted): the batch's small files are never all in memory at once.
+        case deferred(InputFile)
+        case failed(String)
+        case done(Ingested)
+    }
     var items: [(Item, State)] = []
     private let blobs: BlobStore
 
@@ -61,19 +69,57 @@ final class PreparedBatch<Item: Sendable>: @unchecked Sendable {
     }
 }
 
+/// How a batch's transaction learns what the caller makes of sources that failed while it read
+/// them: the messages their items carry, or an error that stops the ingest (and rolls the batch back).
+typealias IngestSettle = @Sendable ([(index: Int, error: Error)]) throws -> [String]
+
+/// A batch being installed and committed on a thread of its own, and its conversation with the
+/// calling thread: the failures of its reads go to the caller's `failed` there.
+private final class BatchInFlight<Out: Sendable>: @unchecked Sendable {
+    let failures = Parallel.Handoff<[(index: Int, error: Error)]>()
+    let verdict = Parallel.Handoff<Result<[String], Error>>()
+    var result: Parallel.Background<Result<Out, Error>>!
+    private var settled = false
+
+    /// Waits for the batch's reads, and answers its failures through `failed` (on this thread).
+    func settle<Item>(_ items: [(Item, Int)], _ failed: (Item, Error) throws -> String) throws {
+        guard !settled else { return }
+        settled = true
+        let found = failures.take()
+        do {
+            verdict.put(.success(try found.map { try failed(items[$0.index].0, $0.error) }))
+        } catch {
+            verdict.put(.failure(error))
+            throw error
+        }
+    }
+
+    var settle: IngestSettle {
+        { [self] found in
+            failures.put(found)
+            return try verdict.take().get()
+        }
+    }
+}
+
 extension Vault {
+    /// Small files read at once inside a batch's transaction (the next slice is read meanwhile).
+    static let ingestReadSlice = 1024
+
     /// THE way bytes enter the vault (docs/DESIGN.md, "The ingest path"). Splits `items` into batches
-    /// within `budget` (a batch at least, even of none); per batch: prepares every item's source on
-    /// every core (reading, hashing, staging with direct I/O), installs the staged blobs (renames, then
-    /// one syncfs), then in ONE transaction inserts the blob rows (in address order) and runs `rows`
-    /// with each item's outcome. So a blob is durable before any row refers to it (I1), and whatever
-    /// `rows` writes (receipts, attachments, the outbox) commits with the blob rows or not at all.
-    /// Batch N+1 is prepared while batch N is installed and committed on a thread of its own (batches
-    /// commit in order), and `committed` gets each batch's result and the count of items done once it
-    /// committed. `source` is asked once per item, in order, on the calling thread (nil: the item
-    /// brings no bytes). A source that cannot be read goes to `failed`, which throws to stop the
-    /// ingest or returns the message its item's outcome carries; batches committed before a failure
-    /// stay committed. The caller holds the vault lock shared (or exclusive).
+    /// within `budget` (a batch at least, even of none); per batch: prepares the sources on every core
+    /// (large files staged with direct I/O, downloads and adopted files verified, the first slice of
+    /// small files read), installs the staged blobs (renames, then one syncfs), then in ONE
+    /// transaction inserts the blob rows (in address order) — reading the other small files slice by
+    /// slice meanwhile — and runs `rows` with each item's outcome. So a blob is durable before any row
+    /// refers to it (I1), and whatever `rows` writes (receipts, attachments, the outbox) commits with
+    /// the blob rows or not at all. While batch N's rows are written (on a thread of its own; batches
+    /// commit in order), batch N+1 is planned and prepared; `committed` gets each batch's result and
+    /// the count of items done once it committed. `source` is asked once per item, in order, on the
+    /// calling thread (nil: the item brings no bytes), after every source of the batch before was
+    /// read. A source that cannot be read goes to `failed` (on the calling thread), which throws to
+    /// stop the ingest or returns the message its item's outcome carries; batches committed before a
+    /// failure stay committed. The caller holds the vault lock shared (or exclusive).
     func ingest<Item: Sendable, Out: Sendable>(
         _ items: [Item], into target: Catalog? = nil, budget: BatchBudget = BatchBudget(),
         source: (Item) -> IngestSource?,
@@ -82,33 +128,56 @@ extension Vault {
         committed: (Out, _ itemsDone: Int) throws -> Void
     ) throws {
         let target = target ?? catalog
-        var committing: Parallel.Background<Result<Out, Error>>?
-        defer { _ = committing?.wait() }
+        var inFlight: (batch: [(Item, Int)], flight: BatchInFlight<Out>)?
         var start = items.startIndex
-        repeat {
-            var end = start
-            var limits = budget
-            var sources: [IngestSource?] = []
-            while end < items.endIndex && !limits.isFull {
-                let source = source(items[end])
-                let (size, inline) = source.map(cost) ?? (0, true)
-                limits.add(size: size, inline: inline)
-                sources.append(source)
-                end += 1
+        do {
+            repeat {
+                // The batch before has read its sources: what failed there decides this batch's sources.
+                if let (batch, flight) = inFlight { try flight.settle(batch, failed) }
+                var end = start
+                var limits = budget
+                var sources: [IngestSource?] = []
+                while end < items.endIndex && !limits.isFull {
+                    let source = source(items[end])
+                    let (size, inline) = source.map(cost) ?? (0, true)
+                    limits.add(size: size, inline: inline)
+                    sources.append(source)
+                    end += 1
+                }
+                let batch = Array(items[start..<end])
+                let prepared = try prepareBatch(batch, sources, failed: failed)
+                if let (_, flight) = inFlight {
+                    inFlight = nil
+                    try committed(try flight.result.wait().get(), start)
+                }
+                let flight = BatchInFlight<Out>()
+                let settle = flight.settle
+                flight.result = Parallel.Background {
+                    let result = Result { try self.install(prepared, into: target, settle: settle, rows: rows) }
+                    flight.failures.put([])  // a batch that failed before its reads were settled
+                    return result
+                }
+                inFlight = (Array(zip(batch, batch.indices)), flight)
+                start = end
+            } while start < items.endIndex
+            if let (batch, flight) = inFlight {
+                try flight.settle(batch, failed)
+                inFlight = nil
+                try committed(try flight.result.wait().get(), items.count)
             }
-            let prepared = try prepareBatch(Array(items[start..<end]), sources, failed: failed)
-            if let previous = committing { try committed(try previous.wait().get(), start) }
-            committing = Parallel.Background { Result { try self.install(prepared, into: target, rows: rows) } }
-            start = end
-        } while start < items.endIndex
-        if let last = committing {
-            committing = nil
-            try committed(try last.wait().get(), items.count)
+        } catch {
+            // The batch in flight rolls back unless its reads were settled already; then it commits,
+            // and is counted.
+            if let (_, flight) = inFlight {
+                flight.verdict.put(.failure(error))
+                if case .success(let out) = flight.result.wait() { try? committed(out, start) }
+            }
+            throw error
         }
     }
 
-    /// `ingest` of one batch whose rows are written by the calling thread: for callers with a handful
-    /// of sources (attach, a sync page, a repair). Any source that fails stops it.
+    /// `ingest` of one batch, on the calling thread: for callers with a handful of sources (attach,
+    /// a sync page, a repair). Any source that fails stops it.
     public func ingestOnce<Out>(_ sources: [IngestSource], rows: (CatalogWriter, [Ingested]) throws -> Out) throws -> Out {
         try ingestOnce(sources, into: nil, rows: rows)
     }
@@ -116,7 +185,10 @@ extension Vault {
     func ingestOnce<Out>(_ sources: [IngestSource], into target: Catalog?,
                          rows: (CatalogWriter, [Ingested]) throws -> Out) throws -> Out {
         let prepared = try prepareBatch(Array(sources.indices), sources, failed: { _, error in throw error })
-        return try install(prepared, into: target ?? catalog) { w, done in
+        return try install(prepared, into: target ?? catalog, settle: { found in
+            if let first = found.first { throw first.error }
+            return []
+        }) { w, done in
             try rows(w, done.compactMap { if case .ingested(let blob) = $0.1 { blob } else { nil } })
         }
     }
@@ -130,16 +202,29 @@ extension Vault {
         }
     }
 
-    /// Prepares the sources of a batch on every core.
+    /// Prepares the sources of a batch on every core, but for small files past the first slice (read
+    /// in the batch's transaction).
     private func prepareBatch<Item: Sendable>(_ batch: [Item], _ sources: [IngestSource?],
                                               failed: (Item, Error) throws -> String) throws -> PreparedBatch<Item> {
-        let work = sources.indices.filter { sources[$0] != nil }
+        let prepared = PreparedBatch<Item>(blobs: blobs)
+        prepared.items = batch.map { ($0, .none) }
+        var work: [Int] = []
+        var small: [Int] = []
+        for (index, source) in sources.enumerated() {
+            guard let source else { continue }
+            if case .file(let input) = source, input.size < settings.inlineThreshold {
+                small.append(index)
+                prepared.items[index].1 = .deferred(input)
+            } else {
+                work.append(index)
+            }
+        }
+        // The first slice of small files, in the order the transaction inserts them.
+        work += Self.insertionOrder(small, prepared).prefix(Self.ingestReadSlice)
         // Two threads per core: staging writes go straight to the device (direct I/O) and wait for it,
         // and the other thread of the core hashes meanwhile.
         let outcomes = Parallel.mapLargestFirst(work.compactMap { sources[$0] }, workers: 2 * Parallel.cores,
                                                 cost: { self.cost($0).size }) { try self.prepare($0) }
-        let prepared = PreparedBatch<Item>(blobs: blobs)
-        prepared.items = batch.map { ($0, .none) }
         for (index, outcome) in zip(work, outcomes) {
             if case .success(let blob) = outcome { prepared.items[index].1 = .prepared(blob) }
         }
@@ -149,35 +234,83 @@ extension Vault {
         return prepared
     }
 
-    /// Installs the batch's staged blobs durably, then in one transaction inserts their rows (in
-    /// address order: each page of the blobs' index is then visited once) and runs `rows`.
-    private func install<Item: Sendable, Out>(_ batch: PreparedBatch<Item>, into target: Catalog,
+    /// The order blob rows are inserted in: by address where it is known before reading (the blobs'
+    /// index then has each page visited once), the others after, in item order.
+    private static func insertionOrder<Item>(_ indexes: [Int], _ batch: PreparedBatch<Item>) -> [Int] {
+        func key(_ index: Int) -> BlobID? {
+            switch batch.items[index].1 {
+            case .prepared(let blob): blob.id
+            case .deferred(let input): input.checked?.id
+            default: nil
+            }
+        }
+        let keys = indexes.map(key)
+        return indexes.indices.sorted { a, b in
+            switch (keys[a], keys[b]) {
+            case let (x?, y?): x != y ? x < y : a < b
+            case (.some, nil): true
+            case (nil, .some): false
+            case (nil, nil): a < b
+            }
+        }.map { indexes[$0] }
+    }
+
+    /// Installs the batch's staged blobs durably, then in one transaction inserts the blob rows —
+    /// reading the deferred small files slice by slice meanwhile — settles the reads that failed with
+    /// the caller (`settle`), and runs `rows`.
+    private func install<Item: Sendable, Out>(_ batch: PreparedBatch<Item>, into target: Catalog, settle: IngestSettle,
                                               rows: (CatalogWriter, [(Item, IngestOutcome)]) throws -> Out) throws -> Out {
         var installed: [BlobID: StoredBlob] = [:]
         let staged = batch.items.compactMap { if case .prepared(let blob) = $0.1 { blob.staged } else { nil } }
         if !staged.isEmpty {
             for stored in try blobs.install(staged) { installed[stored.id] = installed[stored.id] ?? stored }
         }
+        let order = Self.insertionOrder(batch.items.indices.filter {
+            switch batch.items[$0].1 { case .prepared, .deferred: true; default: false }
+        }, batch)
         return try target.transaction { w in
-            var done = [(Item, IngestOutcome)]()
-            done.reserveCapacity(batch.items.count)
-            var order: [(BlobID, Int)] = []
-            for (index, (item, state)) in batch.items.enumerated() {
-                switch state {
-                case .none: done.append((item, .none))
-                case .failed(let message): done.append((item, .failed(message)))
-                case .prepared(let blob):
-                    done.append((item, .none))
-                    order.append((blob.id, index))
+            var failures: [(index: Int, error: Error)] = []
+            /// Reads (on every core, on a thread of its own) the deferred files among `order[from...]`'s next slice.
+            func startReading(from: Int) -> (ArraySlice<Int>, Parallel.Background<[Result<PreparedBlob, Error>]>)? {
+                guard from < order.endIndex else { return nil }
+                let slice = order[from..<min(from + Self.ingestReadSlice, order.endIndex)]
+                let inputs = slice.compactMap { if case .deferred(let input) = batch.items[$0].1 { input } else { nil } }
+                // One thread per core: the writer, on this thread, keeps working meanwhile.
+                return (slice, Parallel.Background { Parallel.map(inputs) { try self.prepare(.file($0)) } })
+            }
+            var reading = startReading(from: order.startIndex)
+            while let (slice, pending) = reading {
+                let read = pending.wait()
+                reading = startReading(from: slice.endIndex)
+                var next = read.makeIterator()
+                for index in slice {
+                    let blob: PreparedBlob
+                    switch batch.items[index].1 {
+                    case .prepared(let prepared): blob = prepared
+                    case .deferred:
+                        switch next.next() {
+                        case .success(let read)?: blob = read
+                        case .failure(let error)?:
+                            failures.append((index, error))
+                            continue
+                        case nil: continue
+                        }
+                    default: continue
+                    }
+                    let known = try recordBlob(w, blob, installed: blob.adopted ?? installed[blob.id])
+                    // The bytes go once their row is written: at most two slices are in memory.
+                    batch.items[index].1 = .done(Ingested(id: blob.id, size: blob.size, mediaType: blob.mediaType,
+                                                          deduplicated: known))
                 }
             }
-            order.sort { $0.0 != $1.0 ? $0.0 < $1.0 : $0.1 < $1.1 }
-            for (_, index) in order {
-                guard case .prepared(let blob) = batch.items[index].1 else { continue }
-                let known = try recordBlob(w, blob, installed: blob.adopted ?? installed[blob.id])
-                done[index].1 = .ingested(Ingested(id: blob.id, size: blob.size, mediaType: blob.mediaType, deduplicated: known))
-            }
-            return try rows(w, done)
+            for ((index, _), message) in zip(failures, try settle(failures)) { batch.items[index].1 = .failed(message) }
+            return try rows(w, batch.items.map { item, state in
+                switch state {
+                case .done(let blob): (item, .ingested(blob))
+                case .failed(let message): (item, .failed(message))
+                default: (item, .none)
+                }
+            })
         }
     }
 

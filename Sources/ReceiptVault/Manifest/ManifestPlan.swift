@@ -1,30 +1,12 @@
 import BlobStore
 import Foundation
 
-/// A SHA-256 digest as 32 raw bytes, for the rows a manifest import holds between its two passes
-/// (a `BlobID`'s hex form is 64 characters on the heap). Ordered like the hex form.
-struct Digest: Hashable, Comparable, Sendable, CustomStringConvertible {
-    // Big-endian words: comparing them in turn compares the bytes, and so the hex digits.
-    private let w0, w1, w2, w3: UInt64
+/// A blob address as the manifest import's plan names it (a `BlobID` holds its 32 bytes inline).
+typealias Digest = BlobID
 
-    init(_ id: BlobID) {
-        let bytes = id.digest
-        func word(_ start: Int) -> UInt64 { bytes[start..<start + 8].reduce(0) { $0 << 8 | UInt64($1) } }
-        (w0, w1, w2, w3) = (word(0), word(8), word(16), word(24))
-    }
-
-    /// The 32 bytes, in order (a tuple of four words is laid out contiguously).
-    private func withBytes<T>(_ body: (UnsafeRawBufferPointer) -> T) -> T {
-        withUnsafeBytes(of: (w0.bigEndian, w1.bigEndian, w2.bigEndian, w3.bigEndian), body)
-    }
-
-    var blobID: BlobID { withBytes { BlobID(digest: Array($0)) } }
-
-    /// The 64 lowercase hex digits, written straight from the words (no `BlobID` on the way).
-    var hex: String { withBytes(BlobID.hexText) }
-    var description: String { hex }
-
-    static func < (a: Digest, b: Digest) -> Bool { (a.w0, a.w1, a.w2, a.w3) < (b.w0, b.w1, b.w2, b.w3) }
+extension BlobID {
+    init(_ id: BlobID) { self = id }
+    var blobID: BlobID { self }
 }
 
 /// One checked row with a file: what pass 2 writes.

@@ -10,6 +10,7 @@ import Glibc
 /// addition of this project, written by `export` so names survive a round trip.
 public enum ManifestColumn: String, CaseIterable, Sendable {
     case path, id, filename, merchant, date, total, currency, category, note, tags, sha256, zone
+    case status, claim, reimbursedOn = "reimbursed_on"
 
     /// Position in `allCases`, without hashing (asked for every cell of every row).
     var ordinal: Int {
@@ -26,6 +27,9 @@ public enum ManifestColumn: String, CaseIterable, Sendable {
         case .tags: 9
         case .sha256: 10
         case .zone: 11
+        case .status: 12
+        case .claim: 13
+        case .reimbursedOn: 14
         }
     }
 }

@@ -37,7 +37,7 @@ struct ManifestMetadata: Equatable {
 
     /// One slot per metadata column: held inline, not in a dictionary per row of a large manifest.
     struct Values: Equatable {
-        private var merchant, date, total, currency, category, note, tags: String?
+        private var merchant, date, total, currency, category, note, tags, status, claim, reimbursedOn: String?
 
         subscript(_ column: ManifestColumn) -> String? {
             get {
@@ -49,6 +49,9 @@ struct ManifestMetadata: Equatable {
                 case .category: category
                 case .note: note
                 case .tags: tags
+                case .status: status
+                case .claim: claim
+                case .reimbursedOn: reimbursedOn
                 default: nil
                 }
             }
@@ -61,6 +64,9 @@ struct ManifestMetadata: Equatable {
                 case .category: category = newValue
                 case .note: note = newValue
                 case .tags: tags = newValue
+                case .status: status = newValue
+                case .claim: claim = newValue
+                case .reimbursedOn: reimbursedOn = newValue
                 default: break
                 }
             }
@@ -72,7 +78,8 @@ struct ManifestMetadata: Equatable {
         }
     }
 
-    static let columns: [ManifestColumn] = [.merchant, .date, .total, .currency, .category, .note, .tags]
+    static let columns: [ManifestColumn] = [.merchant, .date, .total, .currency, .category, .note, .tags,
+                                            .status, .claim, .reimbursedOn]
 
     func apply(to r: inout Receipt) {
         func text(_ c: ManifestColumn) -> String?? {
@@ -86,6 +93,9 @@ struct ManifestMetadata: Equatable {
         if let v = text(.category) { r.category = v }
         if let v = text(.note) { r.note = v }
         if let v = values[.tags] { r.tags = Self.splitTags(v) }
+        if let v = text(.status) { r.status = v ?? ClaimStatus.none.rawValue }
+        if let v = text(.claim) { r.claim = v }
+        if let v = text(.reimbursedOn) { r.reimbursedOn = v }
     }
 
     /// Without leading and trailing spaces and tabs (cheaper than Foundation's trimming, which a

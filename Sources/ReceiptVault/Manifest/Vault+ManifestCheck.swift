@@ -184,6 +184,9 @@ extension Vault {
                         case .date: value = checked(.date) { try Validate.date(ManifestMetadata.trimmed(Substring($0))) }
                         case .total: value = checked(.total, Validate.total)
                         case .currency: value = checked(.currency) { try Validate.currency(ManifestMetadata.trimmed(Substring($0))) }
+                        case .status: value = checked(.status) { try Validate.status(ManifestMetadata.trimmed(Substring($0))) }
+                        case .reimbursedOn:
+                            value = checked(.reimbursedOn) { try Validate.date(ManifestMetadata.trimmed(Substring($0))) }
                         case .tags:
                             value = checked(.tags) { text in
                                 let tags = try ManifestMetadata.splitTags(text).map { try Validate.text($0, field: "tag") }

@@ -18,14 +18,12 @@ extension Vault {
         // file (the rows of the same batch fail with it). Settled before the next batch is planned.
         var retry = Set<Digest>()
         let writer = ManifestRowWriter(plan: plan, vault: self)
-        // Two batches are in flight (one prepared while the one before commits): half the usual memory each.
-        try ingest(Array(plan.files.indices), budget: BatchBudget(inlineBytesLimit: 16 << 20), source: { row in
+        try ingest(Array(plan.files.indices), source: { row in
             guard !plan.files.known(row) else { return nil }
             let id = plan.files.id(row)
             guard plan.files.firstNew(row) || retry.remove(id) != nil else { return nil }
             let f = plan.files[row]
-            return .file(InputFile(checked: f.path, name: f.name, size: f.size, id: f.id.blobID, mediaType: f.mediaType,
-                                   given: f.given))
+            return .file(InputFile(checked: f.path, size: f.size, id: f.id.blobID, mediaType: f.mediaType))
         }, failed: { row, error in
             retry.insert(plan.files.id(row))
             return Self.message(error)
@@ -33,16 +31,18 @@ extension Vault {
             try writer.write(w, batch)
         }, committed: { rows, done in
             for row in rows {
-                switch row {
-                case .failed(let failed): report.failed.append(failed)
-                case .imported(let file, let receipt):
-                    if !file.existing {
+                let f = plan.files[row.row]
+                switch row.outcome {
+                case .failed(let message): report.failed.append(FailedFile(path: f.given, error: message))
+                case .imported(let heldBy, let deduplicated, let existing):
+                    if !existing {
                         report.added += 1
-                        if !added[receipt] { added[receipt] = true; report.receiptsAdded += 1 }
+                        if !added[f.receipt] { added[f.receipt] = true; report.receiptsAdded += 1 }
                     } else {
                         report.existing += 1
                     }
-                    try each(file)
+                    try each(ImportedFile(id: heldBy ?? plan.receipts.id(f.receipt), path: f.given, sha256: f.id.hex,
+                                          size: f.size, deduplicated: deduplicated, existing: existing))
                 }
             }
             tally.bytesDone += (tally.rowsDone..<done).reduce(0) { $0 + plan.files.size($1) }
@@ -53,11 +53,17 @@ extension Vault {
     }
 }
 
-/// What a row of pass 2 became, made once its batch committed.
-enum ManifestRowReport: Sendable {
-    case failed(FailedFile)
-    /// `receipt`: the index of the row's receipt in the plan.
-    case imported(ImportedFile, receipt: Int)
+/// What a row of pass 2 became (its report is made of it once its batch committed, one row at a time).
+struct ManifestRowReport: Sendable {
+    enum Outcome: Sendable {
+        /// Its file could not be read again, or changed since it was checked.
+        case failed(String)
+        /// `heldBy`: the receipt that already held the file under this name (a row without id).
+        case imported(heldBy: String?, deduplicated: Bool, existing: Bool)
+    }
+    /// The row's index in the plan.
+    let row: Int
+    let outcome: Outcome
 }
 
 /// The rows of each batch of pass 2, in the batch's transaction. Batches commit one at a time and
@@ -140,7 +146,7 @@ final class ManifestRowWriter: @unchecked Sendable {
             var isDeduplicated = true
             if let bringing = bringer[f.id] {
                 if let error = unreadable[f.id] {
-                    out[offset] = .failed(FailedFile(path: f.given, error: error))
+                    out[offset] = ManifestRowReport(row: items[offset].0, outcome: .failed(error))
                     continue
                 }
                 held = offset != bringing
@@ -150,8 +156,8 @@ final class ManifestRowWriter: @unchecked Sendable {
             if !plan.receipts.given(f.receipt), !started[f.receipt], held,
                let existing = try vault.receiptHolding(db, f.id.blobID, named: f.name, in: plan.receipts.zone(f.receipt)) {
                 // Without an id, a file already filed under this name in the zone is not added again.
-                out[offset] = .imported(ImportedFile(id: existing, path: f.given, sha256: f.id.hex, size: f.size,
-                                                     deduplicated: true, existing: true), receipt: f.receipt)
+                out[offset] = ManifestRowReport(row: items[offset].0,
+                                                outcome: .imported(heldBy: existing, deduplicated: true, existing: true))
                 continue
             }
             let receiptID = plan.receipts.id(f.receipt)
@@ -179,8 +185,8 @@ final class ManifestRowWriter: @unchecked Sendable {
             if !f.cached, f.size >= Vault.statCacheMinimum, let status = f.status {
                 try w.rememberImport(path: f.path, status: status, blob: f.id.blobID)
             }
-            out[offset] = .imported(ImportedFile(id: receiptID, path: f.given, sha256: f.id.hex, size: f.size,
-                                                 deduplicated: isDeduplicated, existing: !inserted), receipt: f.receipt)
+            out[offset] = ManifestRowReport(row: items[offset].0,
+                                            outcome: .imported(heldBy: nil, deduplicated: isDeduplicated, existing: !inserted))
         }
         for index in touched.subtracting(recorded).sorted() {
             let id = plan.receipts.id(index)

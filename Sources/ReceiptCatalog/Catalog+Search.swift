@@ -1,0 +1,122 @@
+import GRDB
+
+/// Which receipts a search, a report or a list considers.
+public struct ReceiptScope: Sendable, Equatable {
+    public var zone: String?
+    public var from: String?
+    public var to: String?
+    public var merchant: String?
+    public var category: String?
+    public var status: String?
+
+    public init(zone: String? = nil, from: String? = nil, to: String? = nil, merchant: String? = nil,
+                category: String? = nil, status: String? = nil) {
+        self.zone = zone
+        self.from = from
+        self.to = to
+        self.merchant = merchant
+        self.category = category
+        self.status = status
+    }
+
+    /// SQL conditions on the receipts table aliased `r` (joined by AND; "1" when none) and their arguments.
+    public func sql() -> (String, StatementArguments) {
+        var clauses: [String] = []
+        var args: [any DatabaseValueConvertible] = []
+        if let zone { clauses.append("r.zone = ?"); args.append(zone) }
+        if let from { clauses.append("r.date >= ?"); args.append(from) }
+        if let to { clauses.append("r.date <= ?"); args.append(to) }
+        if let merchant { clauses.append("r.merchant = ? COLLATE NOCASE"); args.append(merchant) }
+        if let category { clauses.append("r.category = ? COLLATE NOCASE"); args.append(category) }
+        if let status { clauses.append("r.status = ?"); args.append(status) }
+        return (clauses.isEmpty ? "1" : clauses.joined(separator: " AND "), StatementArguments(args))
+    }
+}
+
+/// One receipt a search found.
+public struct SearchHit: Sendable, Equatable {
+    public var receiptID: String
+    /// Higher is better.
+    public var score: Double
+    /// A few words around the best match, the matched words in [brackets].
+    public var snippet: String
+}
+
+extension Catalog {
+    /// Receipts in `scope` whose index row matches the FTS5 expression `match`, best first. Column
+    /// weights: a word in the merchant counts most, then category, tags and claim, then the rest.
+    public static func search(_ db: Database, match: String, scope: ReceiptScope, limit: Int) throws -> [SearchHit] {
+        let (filter, args) = scope.sql()
+        var arguments: StatementArguments = [match]
+        arguments += args
+        arguments += [limit]
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT r.id, -bm25(receiptSearch, 5.0, 2.0, 1.0, 2.0, 2.0, 1.5, 1.0) AS score,
+                   snippet(receiptSearch, -1, '[', ']', '…', 12) AS snippet
+            FROM receiptSearch JOIN receipts r ON r.rowid = receiptSearch.rowid
+            WHERE receiptSearch MATCH ? AND \(filter)
+            ORDER BY score DESC, r.date DESC, r.id LIMIT ?
+            """, arguments: arguments)
+        return rows.map { row in
+            let snippet = (row["snippet"] as String? ?? "").split(whereSeparator: \.isNewline).joined(separator: " ")
+            return SearchHit(receiptID: row["id"], score: row["score"], snippet: snippet)
+        }
+    }
+
+    /// Receipts in `scope` whose total is one of `totals` (exact strings) and, when `match` is given,
+    /// whose index row matches it too; the score is the match's.
+    public static func searchTotals(_ db: Database, totals: [String], match: String?, scope: ReceiptScope,
+                                    limit: Int) throws -> [SearchHit] {
+        guard !totals.isEmpty else { return [] }
+        let (filter, args) = scope.sql()
+        var arguments = StatementArguments(totals)
+        arguments += args
+        var textCondition = ""
+        var scoreSQL = "0.0"
+        var from = "receipts r"
+        if let match {
+            from = "receiptSearch JOIN receipts r ON r.rowid = receiptSearch.rowid"
+            textCondition = "AND receiptSearch MATCH ?"
+            scoreSQL = "-bm25(receiptSearch, 5.0, 2.0, 1.0, 2.0, 2.0, 1.5, 1.0)"
+            arguments += [match]
+        }
+        arguments += [limit]
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT r.id, \(scoreSQL) AS score, r.total, r.currency FROM \(from)
+            WHERE r.total IN (\(databaseQuestionMarks(count: totals.count))) AND \(filter) \(textCondition)
+            ORDER BY score DESC, r.date DESC, r.id LIMIT ?
+            """, arguments: arguments)
+        return rows.map { row in
+            let amount = [row["total"] as String?, row["currency"] as String?].compactMap { $0 }.joined(separator: " ")
+            return SearchHit(receiptID: row["id"], score: row["score"], snippet: "total [\(amount)]")
+        }
+    }
+
+    /// Problems of the search index: FTS5's own check of its structure, and receipts with no row or
+    /// rows with no receipt. Empty when it is sound.
+    public func searchIndexProblems() throws -> [String] {
+        // FTS5's check is written as an INSERT, so it needs the writer (it changes nothing).
+        try write { db in
+            var problems: [String] = []
+            do {
+                try db.execute(sql: "INSERT INTO receiptSearch(receiptSearch, rank) VALUES ('integrity-check', 1)")
+            } catch let error as DatabaseError {
+                problems.append("the search index is damaged (\(error.message ?? "\(error.resultCode)"))")
+            }
+            let missing = try Int.fetchOne(db, sql: """
+                SELECT count(*) FROM receipts r WHERE NOT EXISTS (SELECT 1 FROM receiptSearch s WHERE s.rowid = r.rowid)
+                """) ?? 0
+            if missing > 0 { problems.append("\(missing) receipts are missing from the search index") }
+            let stray = try Int.fetchOne(db, sql: """
+                SELECT count(*) FROM receiptSearch s WHERE NOT EXISTS (SELECT 1 FROM receipts r WHERE r.rowid = s.rowid)
+                """) ?? 0
+            if stray > 0 { problems.append("the search index holds \(stray) rows of receipts that do not exist") }
+            return problems
+        }
+    }
+
+    /// Builds the search index again from the catalog and the stored texts.
+    public func rebuildSearchIndex() throws {
+        try write { db in try SearchIndex.rebuild(db) }
+    }
+}

@@ -1,0 +1,77 @@
+import GRDB
+
+/// A blob whose text is still to be extracted, with the media type of (one of) its attachments.
+public struct PendingText: Sendable, Equatable {
+    public var sha256: String
+    public var mediaType: String
+    public var size: Int64
+}
+
+/// How far text extraction has come.
+public struct TextCounts: Sendable, Equatable {
+    /// Referenced blobs whose text (or failure) is recorded for the current extractor version.
+    public var indexed: Int
+    /// Of those, the ones the extractor failed on.
+    public var failed: Int
+    /// Referenced blobs still to extract.
+    public var pending: Int
+}
+
+/// The text cache: what the extractors read of each blob, keyed by its SHA-256 and the extractor's
+/// version. Storing or replacing a text updates the search index in the same transaction (triggers).
+extension Catalog {
+    /// Up to `limit` referenced blobs with no text for `version`, in address order after `after`.
+    /// `among`: only these addresses.
+    public static func pendingText(_ db: Database, version: String, after: String = "", among: [String]? = nil,
+                                   limit: Int) throws -> [PendingText] {
+        var arguments: StatementArguments = [after]
+        var amongSQL = ""
+        if let among {
+            amongSQL = "AND b.sha256 IN (\(databaseQuestionMarks(count: max(among.count, 1))))"
+            arguments += StatementArguments(among.isEmpty ? [""] : among)
+        }
+        arguments += [version, limit]
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT b.sha256, (SELECT a.mediaType FROM attachments a WHERE a.sha256 = b.sha256 LIMIT 1) AS mediaType, b.size
+            FROM blobs b
+            WHERE b.sha256 > ? \(amongSQL)
+              AND EXISTS (SELECT 1 FROM attachments a WHERE a.sha256 = b.sha256)
+              AND NOT EXISTS (SELECT 1 FROM blobText t WHERE t.sha256 = b.sha256 AND t.extractor = ?)
+            ORDER BY b.sha256 LIMIT ?
+            """, arguments: arguments)
+        return rows.map { PendingText(sha256: $0["sha256"], mediaType: $0["mediaType"] ?? "application/octet-stream", size: $0["size"]) }
+    }
+
+    /// Records the text of a blob (or why the extractor failed on it), replacing an older one.
+    public static func storeText(_ db: Database, sha256: String, version: String, text: String?, error: String?,
+                                 at time: Millis = nowMillis()) throws {
+        try db.execute(sql: """
+            INSERT INTO blobText(sha256, extractor, state, text, error, extractedAt) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT(sha256) DO UPDATE SET extractor = excluded.extractor, state = excluded.state,
+                text = excluded.text, error = excluded.error, extractedAt = excluded.extractedAt
+            """, arguments: [sha256, version, text == nil ? "failed" : "text", text ?? "", error, time])
+    }
+
+    /// Makes every blob pending again (`index --rebuild`); the old texts stay searchable until replaced.
+    public static func markTextStale(_ db: Database) throws {
+        try db.execute(sql: "UPDATE blobText SET extractor = '' ")
+    }
+
+    public static func textCounts(_ db: Database, version: String) throws -> TextCounts {
+        let row = try Row.fetchOne(db, sql: """
+            SELECT count(t.sha256), coalesce(sum(t.state = 'failed'), 0), count(*) - count(t.sha256)
+            FROM (SELECT DISTINCT sha256 FROM attachments) a
+            LEFT JOIN blobText t ON t.sha256 = a.sha256 AND t.extractor = ?
+            """, arguments: [version])
+        return TextCounts(indexed: row?[0] ?? 0, failed: row?[1] ?? 0, pending: row?[2] ?? 0)
+    }
+
+    /// The extracted text of each of `hashes` that has some.
+    public static func texts(_ db: Database, _ hashes: [String]) throws -> [String: String] {
+        guard !hashes.isEmpty else { return [:] }
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT sha256, text FROM blobText WHERE state = 'text' AND sha256 IN (\(databaseQuestionMarks(count: hashes.count)))
+            """, arguments: StatementArguments(hashes))
+        return Dictionary(rows.map { ($0["sha256"], $0["text"]) }, uniquingKeysWith: { a, _ in a })
+    }
+}

@@ -1,0 +1,41 @@
+import ArgumentParser
+import ReceiptCatalog
+import ReceiptVault
+
+struct SearchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "search",
+        abstract: "Find receipts by words of their metadata, file names and text.",
+        discussion: """
+            Searches merchant, category, note, tags, claim reference, file names and the text extracted \
+            from attachments (see `receipt index`). Every word must match; case and diacritics are \
+            folded (cafe finds Café); phar* matches words starting so; "a phrase" matches those words \
+            in that order; an amount such as 23.45 also matches receipts whose total is that amount. \
+            Best match first. Exit 0 also when nothing matches.
+            --json: the `list` shape plus "score", "snippet" and "matches": [{"sha256", "snippet"}] \
+            (the attachments whose text matched).
+            Example: receipt search 'amoxicillin 23.95' --from 2025-01-01 --status submitted
+            """)
+
+    @OptionGroup var options: VaultOptions
+    @Argument(help: ArgumentHelp("Words, prefix*, \"a phrase\", amounts.", valueName: "query")) var query: [String]
+    @Option(help: "Only this zone.") var zone: String?
+    @Option(help: ArgumentHelp("Only dated on or after.", valueName: "YYYY-MM-DD")) var from: String?
+    @Option(help: ArgumentHelp("Only dated on or before.", valueName: "YYYY-MM-DD")) var to: String?
+    @Option(help: "Only this category (case-insensitive).") var category: String?
+    @Option(help: ArgumentHelp("Only receipts whose claim stands so.", valueName: "none|submitted|reimbursed|denied"))
+    var status: String?
+    @Option(help: "At most this many results.") var limit = 20
+
+    func run() throws {
+        let vault = try options.openVault()
+        let results = try vault.search(query.joined(separator: " "),
+                                       scope: ReceiptScope(zone: zone, from: from, to: to, category: category, status: status),
+                                       limit: limit)
+        if options.json { return try Output.json(results) }
+        for r in results {
+            Output.line(summary(r.receipt))
+            Output.line("          " + (r.matches.first?.snippet ?? r.snippet).replacingOccurrences(of: "\n", with: " "))
+        }
+    }
+}

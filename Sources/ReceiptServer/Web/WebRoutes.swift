@@ -1,0 +1,295 @@
+import BlobStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import ReceiptWire
+
+/// How the web view is served.
+public struct WebOptions: Sendable {
+    /// Marks the session cookie `Secure` (set when the server speaks TLS).
+    public var secureCookies: Bool
+    public init(secureCookies: Bool = false) { self.secureCookies = secureCookies }
+}
+
+/// The web view (docs/PROTOCOL.md "Web view"): sign-in with a password and a session cookie, then
+/// the zones, receipts and attachments the account may read, under the sync API's own
+/// authorization (`ServerCatalog.requireZone`). Bearer tokens are never accepted here, nor
+/// sessions in the sync API.
+struct WebRoutes {
+    let catalog: ServerCatalog
+    let limits: ServerLimits
+    let web: WebOptions
+    let throttle = WebThrottle()
+    static let cookieName = "receipt_session"
+    static let pageSize = 50
+
+    func register(_ router: Router<ServerContext>) {
+        router.get("/") { request, context in
+            guard let session = try await session(request) else { return signInPage() }
+            return try await guarded(session) { try await zonesPage(session) }
+        }
+        router.post("signin") { request, context in try await signIn(request, context: context) }
+        router.post("signout") { request, context in
+            try await form(request, context: context) { session, _ in
+                if let id = request.cookies[Self.cookieName]?.value { try await catalog.closeSession(id) }
+                var response = redirect("/")
+                response.setCookie(cookie(value: "", maxAge: 0))
+                _ = session
+                return response
+            }
+        }
+        router.get("web/style.css") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/css; charset=utf-8", .cacheControl: "max-age=3600"],
+                     body: ResponseBody(byteBuffer: ByteBuffer(string: WebTemplates.stylesheet)))
+        }
+        router.get("z/:owner/:zone") { request, context in
+            try await page(request) { session in try await zonePage(request, context: context, session: session) }
+        }
+        router.get("z/:owner/:zone/r/:id") { request, context in
+            try await page(request) { session in
+                try await receiptPage(owner: context.name("owner"), zone: context.name("zone"),
+                                      id: context.parameters.get("id") ?? "", session: session, message: nil)
+            }
+        }
+        router.get("z/:owner/:zone/r/:id/f/:sha256") { request, context in
+            try await page(request) { session in
+                try await file(owner: context.name("owner"), zone: context.name("zone"),
+                               id: context.parameters.get("id") ?? "", blob: context.blobID("sha256"),
+                               download: request.uri.queryParameters.get("download") != nil, session: session)
+            }
+        }
+        router.post("z/:owner/:zone/r/:id") { request, context in
+            try await form(request, context: context) { session, fields in
+                try await edit(owner: context.name("owner"), zone: context.name("zone"),
+                               id: context.parameters.get("id") ?? "", fields: fields, session: session)
+            }
+        }
+        router.post("z/:owner/:zone/upload") { request, context in
+            try await upload(request, context: context)
+        }
+    }
+
+    // MARK: Sessions and forms
+
+    func session(_ request: Request) async throws -> WebSession? {
+        guard let id = request.cookies[Self.cookieName]?.value, !id.isEmpty else { return nil }
+        return try await catalog.session(id)
+    }
+
+    func cookie(value: String, maxAge: Int) -> Cookie {
+        Cookie(name: Self.cookieName, value: value, maxAge: maxAge, path: "/", secure: web.secureCookies,
+               httpOnly: true, sameSite: .strict)
+    }
+
+    /// A GET page: without a session, back to the sign-in page.
+    func page(_ request: Request, _ body: (WebSession) async throws -> Response) async throws -> Response {
+        guard let session = try await session(request) else { return redirect("/") }
+        return try await guarded(session, { try await body(session) })
+    }
+
+    /// Renders a `ServerError` (404 for what the account cannot read, 403, 400 ...) as a page.
+    func guarded(_ session: WebSession?, _ body: () async throws -> Response) async throws -> Response {
+        do {
+            return try await body()
+        } catch let error as ServerError {
+            let heading = error.code == 404 ? "Not found" : error.code == 403 ? "Not allowed" : "Refused"
+            return html(WebTemplates.render("error", ["heading": heading, "message": error.message]),
+                        title: heading, session: session, status: HTTPResponse.Status(code: error.code))
+        }
+    }
+
+    /// True when the request names no other site as its origin (browsers send `Origin` with every POST).
+    func sameOrigin(_ request: Request) -> Bool {
+        guard let origin = request.headers[.origin] else { return true }
+        guard let authority = request.head.authority else { return false }
+        return origin == "http://\(authority)" || origin == "https://\(authority)"
+    }
+
+    /// A state-changing POST with a url-encoded body: refused (403) unless it comes with a live
+    /// session, from this site, carrying the session's CSRF token.
+    func form(_ request: Request, context: ServerContext,
+              _ body: (WebSession, [String: String]) async throws -> Response) async throws -> Response {
+        let session = try await session(request)
+        return try await guarded(session) {
+            guard let session, sameOrigin(request) else { throw Self.crossSite }
+            let fields = try await Self.formFields(request)
+            guard session.accepts(csrf: fields["csrf"]) else { throw Self.crossSite }
+            return try await body(session, fields)
+        }
+    }
+
+    static let crossSite = ServerError(403, "this form was refused: it did not come from a page of this server in a signed-in session (sign in again and resend it)")
+
+    static func formFields(_ request: Request) async throws -> [String: String] {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: 64 << 10)
+        } catch is NIOTooManyBytesError {
+            throw ServerError(413, "the form is larger than 64 KiB")
+        }
+        do {
+            return try URLEncodedFormDecoder().decode([String: String].self, from: String(buffer: buffer))
+        } catch {
+            throw ServerError.bad("the form could not be read")
+        }
+    }
+
+    // MARK: Sign-in
+
+    func signInPage(message: String? = nil, name: String = "", status: HTTPResponse.Status = .ok) -> Response {
+        var values: [String: Any] = ["name": name]
+        if let message { values["message"] = message }
+        return html(WebTemplates.render("signin", values), title: "Sign in", session: nil, status: status)
+    }
+
+    func signIn(_ request: Request, context: ServerContext) async throws -> Response {
+        guard sameOrigin(request) else {
+            return signInPage(message: "The sign-in form was sent from another site.", status: .forbidden)
+        }
+        let fields: [String: String]
+        do {
+            fields = try await Self.formFields(request)
+        } catch let error as ServerError {
+            return signInPage(message: error.message, status: .badRequest)
+        }
+        let name = fields["account"] ?? "", password = fields["password"] ?? ""
+        guard WireName.isValid(name), !password.isEmpty else {
+            return signInPage(message: "Enter an account name and its password.", name: name, status: .badRequest)
+        }
+        let keys = ["account:\(name)", "address:\(context.remoteAddress ?? "unknown")"]
+        let wait = await throttle.wait(for: keys)
+        if wait > 0 {
+            var response = signInPage(message: "Too many failed sign-ins: try again in \(wait) seconds.", name: name,
+                                      status: .tooManyRequests)
+            response.headers[.retryAfter] = "\(wait)"
+            return response
+        }
+        guard let account = try await catalog.checkPassword(account: name, password: password) else {
+            await throttle.failed(keys)
+            return signInPage(message: "The account name or password is wrong.", name: name, status: .unauthorized)
+        }
+        await throttle.succeeded(keys)
+        let id = try await catalog.openSession(for: account)
+        var response = redirect("/")
+        response.setCookie(cookie(value: id, maxAge: Int(ServerCatalog.sessionLifetimeMilliseconds / 1000)))
+        return response
+    }
+
+    // MARK: Pages
+
+    func zonesPage(_ session: WebSession) async throws -> Response {
+        let zones = try await catalog.zones(for: session.account)
+        let rows: [[String: Any]] = zones.map { zone in
+            ["href": Self.zonePath(zone.owner, zone.name), "label": Self.label(zone.owner, zone.name, session),
+             "owner": zone.owner, "role": zone.role.rawValue]
+        }
+        return html(WebTemplates.render("zones", ["zones": rows, "hasZones": !rows.isEmpty, "account": session.account.name]),
+                    title: "Zones", session: session)
+    }
+
+    func zonePage(_ request: Request, context: ServerContext, session: WebSession) async throws -> Response {
+        let owner = try context.name("owner"), name = try context.name("zone")
+        let query = request.uri.queryParameters
+        func value(_ key: String) -> String? {
+            guard let text = query.get(key)?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+            return text
+        }
+        var filter = WebFilter()
+        filter.words = (value("q") ?? "").split(whereSeparator: { $0 == " " }).map(String.init).prefix(10).map { $0 }
+        filter.from = try value("from").map { try Self.checkDate($0, "from") }
+        filter.to = try value("to").map { try Self.checkDate($0, "to") }
+        filter.merchant = value("merchant")
+        filter.category = value("category")
+        let pageNumber = max(1, Int(value("page") ?? "1") ?? 1)
+        let result = try await catalog.webZonePage(owner: owner, name: name, filter: filter,
+                                                   offset: (pageNumber - 1) * Self.pageSize, limit: Self.pageSize,
+                                                   caller: session.account)
+        let base = Self.zonePath(owner, name)
+        func pageLink(_ n: Int) -> String {
+            var items = ["q", "from", "to", "merchant", "category"].compactMap { key in value(key).map { URLQueryItem(name: key, value: $0) } }
+            items.append(URLQueryItem(name: "page", value: "\(n)"))
+            var components = URLComponents()
+            components.path = base
+            components.queryItems = items
+            return components.string ?? base
+        }
+        let receipts: [[String: Any]] = result.receipts.map { row in
+            ["href": "\(base)/r/\(row.id)", "date": row.receipt.date ?? "", "merchant": row.receipt.merchant ?? "(no merchant)",
+             "category": row.receipt.category ?? "", "total": row.receipt.total ?? "", "currency": row.receipt.currency ?? "",
+             "files": row.receipt.attachments.count]
+        }
+        var values: [String: Any] = [
+            "label": Self.label(owner, name, session), "role": result.zone.role.rawValue, "href": base,
+            "count": result.matching, "receipts": receipts, "hasReceipts": !receipts.isEmpty,
+            "totals": result.totals.map { ["currency": $0.currency, "total": "\($0.total)", "count": $0.count] as [String: Any] },
+            "hasTotals": !result.totals.isEmpty, "canWrite": result.zone.role != .read, "csrf": session.csrf,
+            "filter": ["q": value("q") ?? "", "from": filter.from ?? "", "to": filter.to ?? "",
+                       "merchant": filter.merchant ?? "", "category": filter.category ?? ""],
+        ]
+        if pageNumber > 1 { values["previous"] = pageLink(pageNumber - 1) }
+        if pageNumber * Self.pageSize < result.matching { values["next"] = pageLink(pageNumber + 1) }
+        return html(WebTemplates.render("zone", values), title: Self.label(owner, name, session), session: session)
+    }
+
+    func receiptPage(owner: String, zone name: String, id: String, session: WebSession, message: String?) async throws -> Response {
+        let (zone, row) = try await catalog.webReceipt(owner: owner, name: name, id: id, caller: session.account)
+        let href = "\(Self.zonePath(owner, name))/r/\(row.id)"
+        let r = row.receipt
+        var values: [String: Any] = [
+            "zoneHref": Self.zonePath(owner, name), "zoneLabel": Self.label(owner, name, session), "href": href,
+            "id": row.id, "changeTag": row.changeTag, "merchant": r.merchant ?? "(no merchant)", "date": r.date ?? "",
+            "total": r.total ?? "", "currency": r.currency ?? "", "category": r.category ?? "", "note": r.note ?? "",
+            "tags": r.tags.joined(separator: ", "), "canWrite": zone.role != .read, "csrf": session.csrf,
+            "attachments": r.attachments.map { a -> [String: Any] in
+                ["href": "\(href)/f/\(a.sha256)", "filename": a.filename, "mediaType": a.mediaType, "size": a.size,
+                 "isImage": WebFiles.inlineImageTypes.contains(a.mediaType), "isPDF": a.mediaType == "application/pdf"]
+            },
+        ]
+        if let message { values["message"] = message }
+        return html(WebTemplates.render("receipt", values), title: r.merchant ?? "Receipt", session: session)
+    }
+
+    func file(owner: String, zone name: String, id: String, blob: BlobID, download: Bool,
+              session: WebSession) async throws -> Response {
+        let (_, row) = try await catalog.webReceipt(owner: owner, name: name, id: id, caller: session.account)
+        guard let attachment = row.receipt.attachments.first(where: { $0.sha256 == blob.hex }),
+              catalog.blobs.contains(blob) else { throw ServerError.notFound("blob \(blob)") }
+        return WebFiles.send(attachment, id: blob, store: catalog.blobs, download: download)
+    }
+
+    // MARK: Helpers
+
+    static func zonePath(_ owner: String, _ name: String) -> String { "/z/\(owner)/\(name)" }
+
+    /// A zone is `NAME` to its owner and `OWNER/NAME` to everybody else.
+    static func label(_ owner: String, _ name: String, _ session: WebSession) -> String {
+        owner == session.account.name ? name : "\(owner)/\(name)"
+    }
+
+    static func checkDate(_ text: String, _ what: String) throws -> String {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
+              bytes.enumerated().allSatisfy({ $0.offset == 4 || $0.offset == 7 || ($0.element >= 48 && $0.element <= 57) })
+        else { throw ServerError.bad("the \(what) date \(text) is not a date of the form YYYY-MM-DD") }
+        return text
+    }
+
+    func redirect(_ location: String) -> Response {
+        Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])
+    }
+
+    func html(_ body: String, title: String, session: WebSession?, status: HTTPResponse.Status = .ok) -> Response {
+        var values: [String: Any] = ["title": title, "body": body]
+        if let session {
+            values["account"] = session.account.name
+            values["csrf"] = session.csrf
+        }
+        let page = WebTemplates.render("layout", values)
+        return Response(status: status, headers: [
+            .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
+            .contentSecurityPolicy: "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+            .xContentTypeOptions: "nosniff", HTTPField.Name("Referrer-Policy")!: "same-origin",
+        ], body: ResponseBody(byteBuffer: ByteBuffer(string: page)))
+    }
+}

@@ -1,0 +1,292 @@
+import BlobStore
+import Foundation
+import Hummingbird
+import MultipartKit
+import NIOCore
+import ReceiptWire
+
+/// Adding and editing receipts from the browser. Both end in `ServerCatalog.push`, the sync API's
+/// own write path: the role check, validation, a new change tag and sequence number, so every
+/// member's vault receives the change at its next `receipt sync`.
+extension WebRoutes {
+    /// `POST /z/OWNER/ZONE/upload` (multipart/form-data, the CSRF field first): each file part is
+    /// streamed into a staging file while it is hashed (MultipartKit's streaming parser), then the
+    /// blobs are recorded and installed exactly as `PUT /v1/blobs` does, then pushed as records.
+    func upload(_ request: Request, context: ServerContext) async throws -> Response {
+        let session = try await session(request)
+        return try await guarded(session) {
+            guard let session, sameOrigin(request) else { throw Self.crossSite }
+            let owner = try context.name("owner"), name = try context.name("zone")
+            let zone = try await catalog.webZone(owner: owner, name: name, caller: session.account)
+            guard zone.role != .read else {
+                throw ServerError(403, "the account \(session.account.name) may read \(owner)/\(name) but not add receipts to it")
+            }
+            guard let boundary = Self.boundary(request.headers[.contentType]) else {
+                throw ServerError.bad("the upload must be sent as multipart/form-data")
+            }
+            let receiver = WebUploadReceiver(store: catalog.blobs, session: session, limits: limits)
+            defer { receiver.discardAll() }
+            let parser = MultipartParser(boundary: boundary)
+            parser.onHeader = { receiver.header($0, $1) }
+            parser.onBody = { receiver.body(&$0) }
+            parser.onPartComplete = { receiver.partComplete() }
+            for try await buffer in request.body {
+                do {
+                    try parser.execute(buffer)
+                } catch {
+                    throw ServerError.bad("the upload is not valid multipart/form-data")
+                }
+                if let error = receiver.error { throw error }
+            }
+            guard receiver.csrfChecked else { throw Self.crossSite }
+            guard !receiver.files.isEmpty else { throw ServerError.bad("choose at least one photo or PDF to upload") }
+            let metadata = try WebMetadata(receiver.fields)
+            let now = ServerCatalog.now()
+            var groups: [[WireAttachment]] = []
+            let attachments = receiver.files.map {
+                WireAttachment(sha256: $0.staged.id.hex, size: $0.staged.size, filename: $0.filename, mediaType: $0.mediaType)
+            }
+            if receiver.fields["group"] == "one" {
+                var seen = Set<String>()
+                groups = [attachments.filter { seen.insert($0.sha256).inserted }]
+            } else {
+                groups = attachments.map { [$0] }
+            }
+            let records = groups.map { files in
+                WirePushRecord(id: UUID().uuidString.lowercased(), baseTag: nil,
+                               receipt: metadata.receipt(attachments: files, tags: [], createdAt: now, modifiedAt: now))
+            }
+            if let problem = records.compactMap({ $0.receipt?.validationError() }).first { throw ServerError.bad(problem) }
+            // The sync upload's write order: possession recorded (and the quota checked), then the
+            // files installed durably, then the records that reference them.
+            let staged = receiver.files.map(\.staged)
+            try await catalog.registerUploads(staged.map { ($0.id, $0.size) }, caller: session.account)
+            _ = try catalog.blobs.install(staged)
+            receiver.installed()
+            let result = try await catalog.push(WirePushRequest(records: records), owner: owner, name: name,
+                                                caller: session.account)
+            if let refused = result.results.first(where: { $0.status != .saved }) {
+                throw ServerError.bad(refused.error ?? "the receipt \(refused.id) was refused")
+            }
+            if records.count == 1, let id = records.first?.id { return redirect("\(Self.zonePath(owner, name))/r/\(id)") }
+            return redirect(Self.zonePath(owner, name))
+        }
+    }
+
+    /// `POST /z/OWNER/ZONE/r/ID`: new metadata for a receipt, based on the change tag the form was
+    /// rendered with (a receipt changed meanwhile is a conflict, not overwritten).
+    func edit(owner: String, zone name: String, id: String, fields: [String: String], session: WebSession) async throws -> Response {
+        let (zone, row) = try await catalog.webReceipt(owner: owner, name: name, id: id, caller: session.account)
+        guard zone.role != .read else {
+            throw ServerError(403, "the account \(session.account.name) may read \(owner)/\(name) but not edit its receipts")
+        }
+        let metadata = try WebMetadata(fields)
+        let old = row.receipt
+        let receipt = metadata.receipt(attachments: old.attachments, tags: old.tags, createdAt: old.createdAt,
+                                       modifiedAt: max(ServerCatalog.now(), old.modifiedAt + 1))
+        let result = try await catalog.push(WirePushRequest(records: [WirePushRecord(id: row.id, baseTag: fields["changeTag"], receipt: receipt)]),
+                                            owner: owner, name: name, caller: session.account)
+        switch result.results.first?.status {
+        case .saved?:
+            return redirect("\(Self.zonePath(owner, name))/r/\(row.id)")
+        case .conflict?:
+            throw ServerError(409, "the receipt was changed by someone else since this page was shown: open it again and redo the edit")
+        default:
+            throw ServerError.bad(result.results.first?.error ?? "the edit was refused")
+        }
+    }
+
+    /// The `boundary` parameter of a `multipart/form-data` content type.
+    static func boundary(_ contentType: String?) -> String? {
+        guard let contentType, contentType.lowercased().hasPrefix("multipart/form-data") else { return nil }
+        for parameter in contentType.split(separator: ";").dropFirst() {
+            let pair = parameter.trimmingCharacters(in: .whitespaces)
+            guard pair.lowercased().hasPrefix("boundary=") else { continue }
+            let value = pair.dropFirst("boundary=".count).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            return (1...70).contains(value.utf8.count) ? value : nil
+        }
+        return nil
+    }
+}
+
+/// The metadata fields of the upload and edit forms, checked as strictly as `receipt import`.
+struct WebMetadata {
+    var merchant, date, total, currency, category, note: String?
+
+    init(_ fields: [String: String]) throws {
+        func value(_ key: String) -> String? {
+            guard let text = fields[key]?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return nil }
+            return text
+        }
+        merchant = value("merchant")
+        date = try value("date").map { try WebRoutes.checkDate($0, "receipt's") }
+        total = value("total")
+        if let total {
+            let parts = total.split(separator: ".", omittingEmptySubsequences: false)
+            let whole = parts[0].hasPrefix("-") ? parts[0].dropFirst() : parts[0]
+            guard parts.count <= 2, !whole.isEmpty, whole.allSatisfy(\.isASCIIDigit),
+                  parts.count == 1 || (1...3).contains(parts[1].count) && parts[1].allSatisfy(\.isASCIIDigit)
+            else { throw ServerError.bad("the total \(total) is not an amount such as 12.34") }
+        }
+        currency = value("currency")?.uppercased()
+        if let currency, !(currency.count == 3 && currency.allSatisfy({ $0.isASCII && $0.isLetter })) {
+            throw ServerError.bad("the currency \(currency) is not a 3-letter code such as EUR")
+        }
+        category = value("category")
+        note = value("note")
+    }
+
+    func receipt(attachments: [WireAttachment], tags: [String], createdAt: Int64, modifiedAt: Int64) -> WireReceipt {
+        WireReceipt(merchant: merchant, date: date, total: total, currency: currency, category: category, note: note,
+                    tags: tags, attachments: attachments, createdAt: createdAt, modifiedAt: modifiedAt)
+    }
+}
+
+extension Character {
+    var isASCIIDigit: Bool { isASCII && isNumber }
+}
+
+/// The state of one multipart upload as MultipartKit's parser reports it: text fields collected
+/// (8 KiB each at most), file parts streamed into staging files. A file part before the CSRF field
+/// has been checked is refused, so nothing is written for a forged request.
+final class WebUploadReceiver {
+    struct File {
+        let staged: StagedBlob
+        let filename: String
+        let mediaType: String
+    }
+
+    let store: BlobStore
+    let session: WebSession
+    let limits: ServerLimits
+    private(set) var fields: [String: String] = [:]
+    private(set) var files: [File] = []
+    private(set) var error: ServerError?
+    private(set) var csrfChecked = false
+    static let maxFiles = 50
+
+    private var name: String?
+    private var filename: String?
+    private var contentType: String?
+    private var text: [UInt8] = []
+    private var incoming: IncomingBlob?
+
+    init(store: BlobStore, session: WebSession, limits: ServerLimits) {
+        self.store = store
+        self.session = session
+        self.limits = limits
+    }
+
+    func header(_ field: String, _ value: String) {
+        switch field.lowercased() {
+        case "content-disposition":
+            name = Self.parameter("name", in: value)
+            filename = Self.parameter("filename", in: value)
+        case "content-type":
+            contentType = value.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        default:
+            break
+        }
+    }
+
+    func body(_ buffer: inout ByteBuffer) {
+        guard error == nil else { return }
+        do {
+            if filename != nil {
+                guard csrfChecked else { throw WebRoutes.crossSite }
+                if incoming == nil {
+                    guard files.count < Self.maxFiles else { throw ServerError(413, "at most \(Self.maxFiles) files per upload") }
+                    incoming = try store.incoming()
+                }
+                guard let incoming else { return }
+                guard incoming.size + Int64(buffer.readableBytes) <= limits.maxBlobSize else {
+                    throw ServerError(413, "the file \(filename ?? "") is larger than the server's limit of \(limits.maxBlobSize) bytes")
+                }
+                try buffer.withUnsafeReadableBytes { try incoming.append($0) }
+            } else {
+                guard text.count + buffer.readableBytes <= 8 << 10 else { throw ServerError(413, "a form field is longer than 8 KiB") }
+                text += buffer.readableBytesView
+            }
+        } catch let failure as ServerError {
+            error = failure
+        } catch {
+            self.error = ServerError(500, "the upload could not be staged: \(error)")
+        }
+    }
+
+    func partComplete() {
+        defer {
+            name = nil
+            filename = nil
+            contentType = nil
+            text = []
+            incoming = nil
+        }
+        guard error == nil else { return }
+        if let filename {
+            // A file input left empty still sends a part, with an empty name and no bytes.
+            guard let incoming else {
+                if !filename.isEmpty { error = ServerError.bad("the file \(filename) is empty") }
+                return
+            }
+            do {
+                let staged = try incoming.finishAddressedByContent()
+                files.append(File(staged: staged, filename: Self.safeName(filename), mediaType: mediaType(for: filename)))
+            } catch {
+                self.error = ServerError(500, "the upload could not be staged: \(error)")
+            }
+        } else if let name {
+            let value = String(decoding: text, as: UTF8.self)
+            fields[name] = value
+            if name == "csrf" { csrfChecked = session.accepts(csrf: value) }
+        }
+    }
+
+    /// Staging files of blobs not installed are removed (an error, a refusal, a cut-off body).
+    func discardAll() {
+        incoming?.discard()
+        for file in files { store.discard(file.staged) }
+        files = []
+    }
+
+    /// The staged files now belong to the store.
+    func installed() { files = [] }
+
+    func mediaType(for filename: String) -> String {
+        let known = WebFiles.inlineTypes.union(["image/heic", "image/heif", "image/tiff", "image/bmp"])
+        if let contentType, known.contains(contentType) { return contentType }
+        switch (filename as NSString).pathExtension.lowercased() {
+        case "jpg", "jpeg": return "image/jpeg"
+        case "png": return "image/png"
+        case "pdf": return "application/pdf"
+        case "heic": return "image/heic"
+        case "webp": return "image/webp"
+        default: return "application/octet-stream"
+        }
+    }
+
+    /// The last path component, without control characters, at most 255 bytes.
+    static func safeName(_ name: String) -> String {
+        let last = name.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
+        var cleaned = String(last.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) }.map(Character.init))
+        while cleaned.utf8.count > 255 { cleaned.removeLast() }
+        return cleaned.isEmpty || cleaned == "." || cleaned == ".." ? "upload" : cleaned
+    }
+
+    /// A parameter of a `Content-Disposition: form-data; name="..."; filename="..."` header, as
+    /// browsers send it (a quoted value with `"` sent as `%22`).
+    static func parameter(_ key: String, in header: String) -> String? {
+        var rest = Substring(header)
+        while let semicolon = rest.firstIndex(of: ";") {
+            rest = rest[rest.index(after: semicolon)...].drop(while: { $0 == " " })
+            guard rest.lowercased().hasPrefix(key + "=") else { continue }
+            let value = rest.dropFirst(key.count + 1)
+            if value.hasPrefix("\"") {
+                let body = value.dropFirst()
+                return String(body[..<(body.firstIndex(of: "\"") ?? body.endIndex)]).replacingOccurrences(of: "%22", with: "\"")
+            }
+            return String(value[..<(value.firstIndex(of: ";") ?? value.endIndex)])
+        }
+        return nil
+    }
+}
