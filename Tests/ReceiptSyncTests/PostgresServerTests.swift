@@ -18,6 +18,16 @@ final class PostgresHouseholdSyncTests: HouseholdSyncTests {
         Household.database = nil
         try await super.tearDown()
     }
+
+    /// The household's catalog is in PostgreSQL: no server.sqlite in the data folder, the accounts in the database.
+    func testTheHouseholdsCatalogIsInPostgreSQL() async throws {
+        let h = try await Household.start(["alice", "bob"])
+        defer { Task { await h.shutdown() } }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: h.server.data + "/" + ServerCatalog.fileName))
+        let url = try XCTUnwrap(Household.database)
+        let names = try PostgresCluster.shared().psql(url, "SELECT string_agg(name, ',' ORDER BY name) FROM accounts")
+        XCTAssertEqual(names.trimmingCharacters(in: .whitespacesAndNewlines), "alice,bob")
+    }
 }
 
 /// Several `receipt server run` processes over one PostgreSQL database and one data folder.

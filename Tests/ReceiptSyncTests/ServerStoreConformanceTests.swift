@@ -338,6 +338,20 @@ final class PostgresServerStoreConformanceTests: ServerStoreConformanceTests {
         }
     }
 
+    func testAUnixSocketFolderIsAHost() async throws {
+        let cluster = try PostgresCluster.shared()
+        let tcp = try XCTUnwrap(try database())
+        let name = String(tcp.split(separator: "/").last ?? "")
+        let folderHost = cluster.folder.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? cluster.folder
+        let url = "postgres://\(cluster.user)@\(folderHost):\(cluster.port)/\(name)"
+        XCTAssertEqual(try PostgresURL(url).host, cluster.folder)
+        let store = try await ServerDatabase(url).open(dataPath: folder.file("data"))
+        let token = try await store.addAccount("alice", quota: nil)
+        let found = try await store.authenticate(token: token)
+        XCTAssertEqual(found?.name, "alice")
+        try await store.close()
+    }
+
     func testBadDatabaseURLsAreRefused() throws {
         for bad in ["mysql://u@h/db", "postgres://h/db", "postgres://u@h/", "postgres://u@h:99999/db"] {
             XCTAssertThrowsError(try ServerDatabase(bad), bad)
