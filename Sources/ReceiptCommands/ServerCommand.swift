@@ -13,7 +13,7 @@ struct ServerCommand: AsyncParsableCommand {
                       ServerPasswdCommand.self, ServerSessionsRevokeCommand.self])
 }
 
-struct ServerAccountAddCommand: ParsableCommand {
+struct ServerAccountAddCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "account-add",
         abstract: "Create an account on a server's data folder and print its token (shown once: only its hash is kept).")
@@ -21,16 +21,16 @@ struct ServerAccountAddCommand: ParsableCommand {
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("The account name: letters, digits, '.', '_' or '-'.", valueName: "name")) var name: String
     @Option(help: ArgumentHelp("The server's data folder (created if absent).", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
+    var database: String?
     @Option(help: ArgumentHelp("Storage the account's zones may use: e.g. 500MB, 10GiB, none (the default).", valueName: "size"))
     var quota: String = "none"
 
     struct Result: Encodable { let account: String; let token: String }
 
-    func run() throws {
+    func run() async throws {
         let bytes = try parseQuota(quota)
-        let catalog = try ServerCatalog(dataPath: data)
-        defer { try? catalog.close() }
-        let token = try catalog.addAccount(name, quota: bytes)
+        let token = try await withServerData(data, database: database, create: true) { catalog in try await catalog.addAccount(name, quota: bytes) }
         if options.json { return try Output.json(Result(account: name, token: token)) }
         Output.line(token)
         Output.note("created account \(name); keep the token above, it is not stored and cannot be shown again")
@@ -42,7 +42,9 @@ struct ServerRunCommand: AsyncParsableCommand {
         commandName: "run", abstract: "Serve the sync protocol until SIGINT or SIGTERM, then stop cleanly.")
 
     @OptionGroup var options: VaultOptions
-    @Option(help: ArgumentHelp("The server's data folder (created if absent).", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("The server's data folder (created if absent; several servers over one --database may share it).", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
+    var database: String?
     @Option(help: ArgumentHelp("Address to listen on, HOST:PORT (port 0 picks a free one).", valueName: "host:port"))
     var listen: String = "127.0.0.1:8080"
     @Option(name: .customLong("tls-cert"), help: ArgumentHelp(
@@ -63,11 +65,13 @@ struct ServerRunCommand: AsyncParsableCommand {
         let data = self.data
         let scheme = tls == nil ? "http" : "https"
         let limits = ServerLimits(accessLog: true)
-        try await SyncServer.run(dataPath: data, host: host, port: port, limits: limits, tls: tls, logger: logger) { bound in
+        let database = try ServerDatabase(self.database)
+        try await SyncServer.run(dataPath: data, database: database, host: host, port: port, limits: limits, tls: tls, logger: logger) { bound in
             if json {
                 Output.line("{\"listening\":\"\(host):\(bound)\",\"url\":\"\(scheme)://\(host):\(bound)\"}")
             } else {
-                Output.note("receipt server listening on \(scheme)://\(host):\(bound) (data in \(data))")
+                let catalog = if case .postgres(let url) = database { ", catalog in \(url)" } else { "" }
+                Output.note("receipt server listening on \(scheme)://\(host):\(bound) (data in \(data)\(catalog))")
             }
         }
         if !json { Output.note("receipt server stopped") }

@@ -39,7 +39,7 @@ final class LimitsTests: XCTestCase {
     func testOneJSONAccessLogLinePerRequestWithoutTheToken() async throws {
         let folder = TemporaryFolder("receipt-limits")
         let data = folder.file("server")
-        let token = try TestServer.addAccount("alice", data: data)
+        let token = try await TestServer.addAccount("alice", data: data)
         let output = folder.file("server-run")
         let server = try CLI.start(["server", "run", "--data", data, "--listen", "127.0.0.1:0", "--json"], output: output)
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }

@@ -11,6 +11,7 @@ public enum FsckProblemKind: String, Codable, Sendable, CaseIterable {
     case staleInterim = "stale-interim"
     case unknownFile = "unknown-file"
     case catalog
+    case permissions
 }
 
 /// One problem fsck found, with the receipts it affects. `receipt` is the first of `receipts`

@@ -83,6 +83,7 @@ extension Vault {
                 throw VaultError.wrap(error)
             }
         }
+        checkPermissions(vaultPath: path, repair: options.repair, sink: sink)
         let problems = sink.problems
         return FsckReport(ok: problems.allSatisfy(\.repaired), checkedBlobs: sink.checkedBlobs,
                           checkedBytes: sink.checkedBytes, problems: problems, quick: options.quick,
