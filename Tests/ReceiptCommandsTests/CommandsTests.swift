@@ -6,7 +6,7 @@ import XCTest
 /// init, list, show, edit, rm, attach, detach, cat, stats and the global options, through the binary.
 final class CommandsTests: CLITestCase {
     static let receiptKeys: Set<String> = ["id", "zone", "merchant", "date", "total", "currency", "category", "note",
-                                           "tags", "attachments"]
+                                           "tags", "attachments", "status", "claim", "reimbursedOn"]
     static let attachmentKeys: Set<String> = ["sha256", "filename", "size", "mediaType"]
 
     func testInitOnAnExistingVaultChangesNothingAndSaysSo() throws {
@@ -63,9 +63,10 @@ final class CommandsTests: CLITestCase {
         XCTAssertEqual(receipts.count, 1)
         let r = receipts[0]
         XCTAssertEqual(Set(r.keys), Self.receiptKeys)
-        for key in ["merchant", "date", "total", "currency", "category", "note"] {
+        for key in ["merchant", "date", "total", "currency", "category", "note", "claim", "reimbursedOn"] {
             XCTAssertTrue(r[key] is NSNull, "\(key) should be null, is \(String(describing: r[key]))")
         }
+        XCTAssertEqual(r["status"] as? String, "none")
         XCTAssertEqual(r["id"] as? String, id)
         XCTAssertEqual(r["zone"] as? String, "personal")
         XCTAssertEqual(r["tags"] as? [String], [])
@@ -216,7 +217,7 @@ final class CommandsTests: CLITestCase {
         try importFile("b.txt", Samples.text)  // same content: one blob
         let stats = try XCTUnwrap(try json("stats") as? [String: Any])
         XCTAssertEqual(Set(stats.keys), ["receipts", "attachments", "blobs", "externalBlobs", "inlineBlobs",
-                                         "logicalBytes", "storedBytes"])
+                                         "logicalBytes", "storedBytes", "indexedBlobs", "pendingIndex"])
         XCTAssertEqual(stats["receipts"] as? Int, 2)
         XCTAssertEqual(stats["attachments"] as? Int, 2)
         XCTAssertEqual(stats["blobs"] as? Int, 1)
