@@ -6,7 +6,7 @@ import XCTest
 /// init, list, show, edit, rm, attach, detach, cat, stats and the global options, through the binary.
 final class CommandsTests: CLITestCase {
     static let receiptKeys: Set<String> = ["id", "zone", "merchant", "date", "total", "currency", "category", "note",
-                                           "tags", "attachments"]
+                                           "tags", "attachments", "status", "claim", "reimbursedOn"]
     static let attachmentKeys: Set<String> = ["sha256", "filename", "size", "mediaType"]
 
     func testInitOnAnExistingVaultChangesNothingAndSaysSo() throws {
@@ -216,7 +216,7 @@ final class CommandsTests: CLITestCase {
         try importFile("b.txt", Samples.text)  // same content: one blob
         let stats = try XCTUnwrap(try json("stats") as? [String: Any])
         XCTAssertEqual(Set(stats.keys), ["receipts", "attachments", "blobs", "externalBlobs", "inlineBlobs",
-                                         "logicalBytes", "storedBytes"])
+                                         "logicalBytes", "storedBytes", "indexedBlobs", "pendingIndex"])
         XCTAssertEqual(stats["receipts"] as? Int, 2)
         XCTAssertEqual(stats["attachments"] as? Int, 2)
         XCTAssertEqual(stats["blobs"] as? Int, 1)
