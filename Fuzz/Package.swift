@@ -7,7 +7,7 @@ import PackageDescription
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 func fuzzTarget(_ name: String) -> Target {
-    .executableTarget(name: name, dependencies: ["FuzzChecks"], swiftSettings: strict)
+    .executableTarget(name: name, dependencies: ["FuzzChecks", "CFuzzerDriver"], swiftSettings: strict)
 }
 
 let package = Package(
@@ -21,6 +21,7 @@ let package = Package(
             .product(name: "ReceiptVault", package: "receipt"),
             .product(name: "ReceiptWire", package: "receipt"),
         ], swiftSettings: strict),
+        .target(name: "CFuzzerDriver"),
         fuzzTarget("FuzzManifest"),
         fuzzTarget("FuzzBundle"),
         fuzzTarget("FuzzWire"),
