@@ -166,7 +166,7 @@ extension BlobStore {
     /// Returns where it now lives.
     @discardableResult
     public func quarantine(_ path: String) throws -> String {
-        try FileSystem.makeDirectories(quarantinePath)
+        try FileSystem.makeDirectories(quarantinePath, mode: 0o700)
         let name = (path.split(separator: "/").last.map(String.init) ?? "file")
         var target = quarantinePath + "/" + name
         var n = 1

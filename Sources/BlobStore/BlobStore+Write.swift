@@ -189,10 +189,10 @@ extension BlobStore {
         let path = interimPath + "/" + SecureRandom.hex(16) + ".interim"
         let fd: FileDescriptor
         do {
-            fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+            fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
         } catch let error as IOError where error.isNotFound {
-            try FileSystem.makeDirectories(interimPath)
-            fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+            try FileSystem.makeDirectories(interimPath, mode: 0o700)
+            fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
         }
         do {
             // Blocking: the file is new and randomly named, so the only other holder can be a
@@ -251,7 +251,7 @@ extension BlobStore {
                 do {
                     try FileSystem.rename(s.path, target)
                 } catch let error as IOError where error.isNotFound {
-                    try FileSystem.makeDirectories(folder)
+                    try FileSystem.makeDirectories(folder, mode: 0o700)
                     touched.insert(blobsPath)
                     try FileSystem.rename(s.path, target)
                 }

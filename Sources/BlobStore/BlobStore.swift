@@ -102,8 +102,9 @@ public struct BlobStore: Sendable {
 
     /// Creates the folders the store needs.
     public func prepare() throws {
-        try FileSystem.makeDirectories(blobsPath)
-        try FileSystem.makeDirectories(interimPath)
+        // Private: a vault's (or server's) blobs are readable by their owner only.
+        try FileSystem.makeDirectories(blobsPath, mode: 0o700)
+        try FileSystem.makeDirectories(interimPath, mode: 0o700)
     }
 
     /// Where the blob's file lives once installed.

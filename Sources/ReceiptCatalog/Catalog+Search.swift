@@ -50,17 +50,24 @@ extension Catalog {
         var arguments: StatementArguments = [match]
         arguments += args
         arguments += [limit]
+        // Scores first, snippets only for the rows kept: SQLite would compute a snippet for every
+        // match before sorting, and a common word matches half the vault.
         let rows = try Row.fetchAll(db, sql: """
-            SELECT r.id, -bm25(receiptSearch, 5.0, 2.0, 1.0, 2.0, 2.0, 1.5, 1.0) AS score,
-                   snippet(receiptSearch, -1, '[', ']', '…', 12) AS snippet
+            SELECT r.rowid AS rid, r.id, -bm25(receiptSearch, 5.0, 2.0, 1.0, 2.0, 2.0, 1.5, 1.0) AS score
             FROM receiptSearch JOIN receipts r ON r.rowid = receiptSearch.rowid
             WHERE receiptSearch MATCH ? AND \(filter)
             ORDER BY score DESC, r.date DESC, r.id LIMIT ?
             """, arguments: arguments)
-        return rows.map { row in
-            let snippet = (row["snippet"] as String? ?? "").split(whereSeparator: \.isNewline).joined(separator: " ")
-            return SearchHit(receiptID: row["id"], score: row["score"], snippet: snippet)
+        guard !rows.isEmpty else { return [] }
+        var snippets: [Int64: String] = [:]
+        let snippetRows = try Row.fetchAll(db, sql: """
+            SELECT rowid, snippet(receiptSearch, -1, '[', ']', '…', 12) FROM receiptSearch
+            WHERE receiptSearch MATCH ? AND rowid IN (\(databaseQuestionMarks(count: rows.count)))
+            """, arguments: [match] + StatementArguments(rows.map { $0["rid"] as Int64 }))
+        for row in snippetRows {
+            snippets[row[0]] = (row[1] as String? ?? "").split(whereSeparator: \.isNewline).joined(separator: " ")
         }
+        return rows.map { SearchHit(receiptID: $0["id"], score: $0["score"], snippet: snippets[$0["rid"]] ?? "") }
     }
 
     /// Receipts in `scope` whose total is one of `totals` (exact strings) and, when `match` is given,
@@ -95,14 +102,20 @@ extension Catalog {
     /// Problems of the search index: FTS5's own check of its structure, and receipts with no row or
     /// rows with no receipt. Empty when it is sound.
     public func searchIndexProblems() throws -> [String] {
-        // FTS5's check is written as an INSERT, so it needs the writer (it changes nothing).
-        try write { db in
-            var problems: [String] = []
-            do {
+        var problems: [String] = []
+        // FTS5's check is written as an INSERT, so it needs the writer (it changes nothing). On a
+        // read-only vault it cannot run; the row counts below still do.
+        do {
+            try write { db in
                 try db.execute(sql: "INSERT INTO receiptSearch(receiptSearch, rank) VALUES ('integrity-check', 1)")
-            } catch let error as DatabaseError {
-                problems.append("the search index is damaged (\(error.message ?? "\(error.resultCode)"))")
             }
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CORRUPT {
+            problems.append("the search index is damaged (\(error.message ?? "\(error.resultCode)"))")
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_READONLY || error.resultCode == .SQLITE_CANTOPEN
+                                              || error.resultCode == .SQLITE_PERM {
+            _ = error
+        }
+        try read { db in
             let missing = try Int.fetchOne(db, sql: """
                 SELECT count(*) FROM receipts r WHERE NOT EXISTS (SELECT 1 FROM receiptSearch s WHERE s.rowid = r.rowid)
                 """) ?? 0
@@ -111,8 +124,8 @@ extension Catalog {
                 SELECT count(*) FROM receiptSearch s WHERE NOT EXISTS (SELECT 1 FROM receipts r WHERE r.rowid = s.rowid)
                 """) ?? 0
             if stray > 0 { problems.append("the search index holds \(stray) rows of receipts that do not exist") }
-            return problems
         }
+        return problems
     }
 
     /// Builds the search index again from the catalog and the stored texts.

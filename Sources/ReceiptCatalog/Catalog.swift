@@ -74,6 +74,10 @@ public final class Catalog: Sendable {
 
     /// Creates a new catalog at `path` (which must not exist) with the given settings.
     public static func create(at path: String, settings: VaultSettings) throws -> Catalog {
+        // SQLite creates a database 0644 (less the umask) and gives its -wal and -shm files the
+        // database's permissions: made 0600 first, the catalog and its companions stay private.
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        if fd >= 0 { Glibc.close(fd) }
         let pool = try DatabasePool(path: path, configuration: configuration(pageSize: newPageSize))
         try restoreFullSync(pool)
         try migrate(pool)

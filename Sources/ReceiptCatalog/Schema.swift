@@ -96,8 +96,10 @@ enum Schema {
                 ALTER TABLE receipts ADD COLUMN claim TEXT;
                 ALTER TABLE receipts ADD COLUMN reimbursedOn TEXT
                     CHECK (reimbursedOn IS NULL OR reimbursedOn GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]');
+                -- No foreign key to blobs: gc's deletion of a blob row stays what it was (no cascade into
+                -- the index's triggers), and a text outliving its blob is only reused if the bytes return.
                 CREATE TABLE blobText (
-                    sha256 TEXT PRIMARY KEY NOT NULL REFERENCES blobs(sha256) ON DELETE CASCADE,
+                    sha256 TEXT PRIMARY KEY NOT NULL CHECK (length(sha256) = 64),
                     extractor TEXT NOT NULL,
                     state TEXT NOT NULL CHECK (state IN ('text', 'failed')),
                     text TEXT NOT NULL DEFAULT '',

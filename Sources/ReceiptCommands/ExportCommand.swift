@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import ReceiptVault
 
 struct ExportCommand: ParsableCommand {
@@ -35,6 +36,8 @@ struct ExportCommand: ParsableCommand {
     @Flag(help: "Write one zip file instead of a folder.") var zip = false
 
     func run() throws {
+        // The exported copies are for the user to hand on: the user's umask decides who reads them.
+        _ = umask(userUmask)
         guard let purpose = ExportPurpose(rawValue: purpose) else {
             throw VaultError(.badInput, "invalid --for '\(purpose)': expected plain or claim")
         }

@@ -29,6 +29,10 @@ public struct ReceiptCommand: AsyncParsableCommand {
 
     /// Parses and runs; every failure becomes one line on stderr and a meaningful exit status.
     public static func run(arguments: [String]? = nil) async {
+        // Private by default: whatever this process creates in a vault or a server's data folder
+        // (SQLite's files, staging files, folders) is its owner's alone. `export` restores the
+        // user's own umask for the copies it writes.
+        userUmask = umask(0o077)
         VaultLock.waiting.withLock {
             $0 = { vault in
                 FileHandle.standardError.write(Data("receipt: another receipt command is using the vault \(vault); waiting for it to finish\n".utf8))

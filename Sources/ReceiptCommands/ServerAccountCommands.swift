@@ -15,7 +15,26 @@ func parseQuota(_ text: String) throws -> Int64? {
     return parsed
 }
 
-/// Opens an existing data folder (these commands never create one).
+/// Runs `body` on the server's catalog, then closes it: the PostgreSQL one with `database`, else the
+/// embedded one in `data` (which must already be a server data folder unless `create`).
+func withServerData<T>(_ data: String, database: String?, create: Bool = false,
+                       _ body: (any ServerStore) async throws -> T) async throws -> T {
+    let where_ = try ServerDatabase(database)
+    if where_ == .embedded && !create && !FileManager.default.fileExists(atPath: data + "/" + ServerCatalog.fileName) {
+        throw VaultError(.badInput, "\(data) is not a receipt server data folder (it has no \(ServerCatalog.fileName))")
+    }
+    let catalog = try await where_.open(dataPath: data)
+    do {
+        let result = try await body(catalog)
+        try await catalog.close()
+        return result
+    } catch {
+        try? await catalog.close()
+        throw error
+    }
+}
+
+/// Opens an existing embedded data folder (the web view's commands, which work on it only for now).
 func openServerData(_ data: String) throws -> ServerCatalog {
     guard FileManager.default.fileExists(atPath: data + "/" + ServerCatalog.fileName) else {
         throw VaultError(.badInput, "\(data) is not a receipt server data folder (it has no \(ServerCatalog.fileName))")
@@ -31,18 +50,18 @@ func printToken(_ result: TokenResult, json: Bool, note: String) throws {
     Output.note(note + "; keep the token above, it is not stored and cannot be shown again")
 }
 
-struct ServerAccountListCommand: ParsableCommand {
+struct ServerAccountListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "account-list",
         abstract: "List the accounts: their token labels (never the tokens), zones, quota and the bytes counted against it.")
 
     @OptionGroup var options: VaultOptions
     @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
+    var database: String?
 
-    func run() throws {
-        let catalog = try openServerData(data)
-        defer { try? catalog.close() }
-        let accounts = try catalog.accounts()
+    func run() async throws {
+        let accounts = try await withServerData(data, database: database) { catalog in try await catalog.accounts() }
         if options.json { return try Output.json(accounts) }
         for a in accounts {
             let quota = a.quota.map { "\(Format.bytes(a.usedBytes)) of \(Format.bytes($0))" } ?? "\(Format.bytes(a.usedBytes)), no quota"
@@ -51,7 +70,7 @@ struct ServerAccountListCommand: ParsableCommand {
     }
 }
 
-struct ServerTokenAddCommand: ParsableCommand {
+struct ServerTokenAddCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token-add",
         abstract: "Give an account another token, for one more device (revoked alone if the device is lost).")
@@ -60,17 +79,17 @@ struct ServerTokenAddCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("The account.", valueName: "name")) var name: String
     @Option(help: ArgumentHelp("A name for the device, e.g. phone.", valueName: "label")) var label: String
     @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
+    var database: String?
 
-    func run() throws {
-        let catalog = try openServerData(data)
-        defer { try? catalog.close() }
-        let token = try catalog.addToken(account: name, label: label)
+    func run() async throws {
+        let token = try await withServerData(data, database: database) { catalog in try await catalog.addToken(account: name, label: label) }
         try printToken(TokenResult(account: name, token: token, label: label), json: options.json,
                        note: "added the token \(label) to the account \(name)")
     }
 }
 
-struct ServerTokenRotateCommand: ParsableCommand {
+struct ServerTokenRotateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token-rotate",
         abstract: "Replace an account's tokens (or only the one labelled --label) with a new one; the old ones stop working at once.",
@@ -80,11 +99,11 @@ struct ServerTokenRotateCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("The account.", valueName: "name")) var name: String
     @Option(help: ArgumentHelp("Rotate only this device's token.", valueName: "label")) var label: String?
     @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
+    var database: String?
 
-    func run() throws {
-        let catalog = try openServerData(data)
-        defer { try? catalog.close() }
-        let token = try catalog.rotateToken(account: name, label: label)
+    func run() async throws {
+        let token = try await withServerData(data, database: database) { catalog in try await catalog.rotateToken(account: name, label: label) }
         let newLabel = label ?? ServerCatalog.defaultTokenLabel
         try printToken(TokenResult(account: name, token: token, label: newLabel), json: options.json,
                        note: label == nil ? "replaced every token of the account \(name) with the one above"
@@ -92,7 +111,7 @@ struct ServerTokenRotateCommand: ParsableCommand {
     }
 }
 
-struct ServerTokenRevokeCommand: ParsableCommand {
+struct ServerTokenRevokeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token-revoke", abstract: "Revoke one token of an account; its other tokens keep working.")
 
@@ -100,19 +119,19 @@ struct ServerTokenRevokeCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("The account.", valueName: "name")) var name: String
     @Argument(help: ArgumentHelp("The token's label (see account-list).", valueName: "label")) var label: String
     @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
+    var database: String?
 
     struct Result: Encodable { let account: String; let revoked: String }
 
-    func run() throws {
-        let catalog = try openServerData(data)
-        defer { try? catalog.close() }
-        try catalog.revokeToken(account: name, label: label)
+    func run() async throws {
+        try await withServerData(data, database: database) { catalog in try await catalog.revokeToken(account: name, label: label) }
         if options.json { return try Output.json(Result(account: name, revoked: label)) }
         Output.note("revoked the token \(label) of the account \(name)")
     }
 }
 
-struct ServerAccountQuotaCommand: ParsableCommand {
+struct ServerAccountQuotaCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "account-quota",
         abstract: "Set the storage an account's zones may use (none: no limit). Uploads and pushes past it are refused (507).")
@@ -121,20 +140,20 @@ struct ServerAccountQuotaCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("The account.", valueName: "name")) var name: String
     @Argument(help: ArgumentHelp("e.g. 500MB, 10GiB, none.", valueName: "size")) var size: String
     @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
+    var database: String?
 
     struct Result: Encodable { let account: String; let quota: Int64? }
 
-    func run() throws {
+    func run() async throws {
         let bytes = try parseQuota(size)
-        let catalog = try openServerData(data)
-        defer { try? catalog.close() }
-        try catalog.setQuota(account: name, bytes: bytes)
+        try await withServerData(data, database: database) { catalog in try await catalog.setQuota(account: name, bytes: bytes) }
         if options.json { return try Output.json(Result(account: name, quota: bytes)) }
         Output.note("the quota of the account \(name) is now \(bytes.map { Format.bytes($0) } ?? "none")")
     }
 }
 
-struct ServerAccountRemoveCommand: ParsableCommand {
+struct ServerAccountRemoveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "account-remove",
         abstract: "Remove an account, its tokens, its zones and its shares in others' zones.",
@@ -144,11 +163,11 @@ struct ServerAccountRemoveCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("The account.", valueName: "name")) var name: String
     @Flag(help: "Also delete its zones that are shared with others (for every participant).") var deleteZones = false
     @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
+    var database: String?
 
-    func run() throws {
-        let catalog = try openServerData(data)
-        defer { try? catalog.close() }
-        let removed = try catalog.removeAccount(name, deleteZones: deleteZones)
+    func run() async throws {
+        let removed = try await withServerData(data, database: database) { catalog in try await catalog.removeAccount(name, deleteZones: deleteZones) }
         if options.json { return try Output.json(removed) }
         Output.note("removed the account \(name): \(removed.deletedZones.count) zone(s), \(removed.removedShares) share(s) "
             + "in others' zones, \(removed.revokedTokens) token(s)")

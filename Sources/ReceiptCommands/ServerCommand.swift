@@ -9,11 +9,11 @@ struct ServerCommand: AsyncParsableCommand {
         commandName: "server", abstract: "Run a sync server, or manage the accounts, tokens and blobs of its data folder.",
         subcommands: [ServerAccountAddCommand.self, ServerAccountListCommand.self, ServerTokenAddCommand.self,
                       ServerTokenRotateCommand.self, ServerTokenRevokeCommand.self, ServerAccountQuotaCommand.self,
-                      ServerAccountRemoveCommand.self, ServerCertCommand.self, ServerRunCommand.self,
+                      ServerAccountRemoveCommand.self, ServerCertCommand.self, ServerGCCommand.self, ServerRunCommand.self,
                       ServerPasswdCommand.self, ServerSessionsRevokeCommand.self])
 }
 
-struct ServerAccountAddCommand: ParsableCommand {
+struct ServerAccountAddCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "account-add",
         abstract: "Create an account on a server's data folder and print its token (shown once: only its hash is kept).")
@@ -21,16 +21,16 @@ struct ServerAccountAddCommand: ParsableCommand {
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("The account name: letters, digits, '.', '_' or '-'.", valueName: "name")) var name: String
     @Option(help: ArgumentHelp("The server's data folder (created if absent).", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
+    var database: String?
     @Option(help: ArgumentHelp("Storage the account's zones may use: e.g. 500MB, 10GiB, none (the default).", valueName: "size"))
     var quota: String = "none"
 
     struct Result: Encodable { let account: String; let token: String }
 
-    func run() throws {
+    func run() async throws {
         let bytes = try parseQuota(quota)
-        let catalog = try ServerCatalog(dataPath: data)
-        defer { try? catalog.close() }
-        let token = try catalog.addAccount(name, quota: bytes)
+        let token = try await withServerData(data, database: database, create: true) { catalog in try await catalog.addAccount(name, quota: bytes) }
         if options.json { return try Output.json(Result(account: name, token: token)) }
         Output.line(token)
         Output.note("created account \(name); keep the token above, it is not stored and cannot be shown again")
@@ -42,7 +42,9 @@ struct ServerRunCommand: AsyncParsableCommand {
         commandName: "run", abstract: "Serve the sync protocol until SIGINT or SIGTERM, then stop cleanly.")
 
     @OptionGroup var options: VaultOptions
-    @Option(help: ArgumentHelp("The server's data folder (created if absent).", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("The server's data folder (created if absent; several servers over one --database may share it).", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
+    var database: String?
     @Option(help: ArgumentHelp("Address to listen on, HOST:PORT (port 0 picks a free one).", valueName: "host:port"))
     var listen: String = "127.0.0.1:8080"
     @Option(name: .customLong("tls-cert"), help: ArgumentHelp(
@@ -62,11 +64,14 @@ struct ServerRunCommand: AsyncParsableCommand {
         let json = options.json
         let data = self.data
         let scheme = tls == nil ? "http" : "https"
-        try await SyncServer.run(dataPath: data, host: host, port: port, tls: tls, logger: logger) { bound in
+        let limits = ServerLimits(accessLog: true)
+        let database = try ServerDatabase(self.database)
+        try await SyncServer.run(dataPath: data, database: database, host: host, port: port, limits: limits, tls: tls, logger: logger) { bound in
             if json {
                 Output.line("{\"listening\":\"\(host):\(bound)\",\"url\":\"\(scheme)://\(host):\(bound)\"}")
             } else {
-                Output.note("receipt server listening on \(scheme)://\(host):\(bound) (data in \(data))")
+                let catalog = if case .postgres(let url) = database { ", catalog in \(url)" } else { "" }
+                Output.note("receipt server listening on \(scheme)://\(host):\(bound) (data in \(data)\(catalog))")
             }
         }
         if !json { Output.note("receipt server stopped") }
@@ -105,5 +110,36 @@ struct ServerCertCommand: ParsableCommand {
         Output.line(made.sha256)
         Output.note("wrote \(result.cert) and \(result.key) (for \(host.joined(separator: ", "))); clients pin it with "
             + "`receipt remote set https://\(host[0]):PORT --account NAME --token TOKEN --pin \(made.sha256)`")
+    }
+}
+
+struct ServerGCCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gc",
+        abstract: "Delete the blobs no record references and no upload touched within the grace (default 24h).",
+        discussion: """
+            Safe while the server runs: it refuses nothing meanwhile, and an upload in flight is never \
+            collected (docs/DESIGN.md, "Server gc"). Examples: receipt server gc --data DIR --dry-run; \
+            receipt server gc --data DIR --grace 1h
+            """)
+
+    @OptionGroup var options: VaultOptions
+    @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
+    @Flag(name: .long, help: "Show what would be removed; change nothing.") var dryRun = false
+    @Option(name: .long, help: ArgumentHelp("Spare anything uploaded more recently: 0, 30s, 10m, 1h, 2d, 1w.", valueName: "duration"))
+    var grace: String = "24h"
+
+    func run() throws {
+        guard let seconds = GraceDuration.seconds(grace) else {
+            throw VaultError(.badInput, "invalid --grace '\(grace)': give 0 or a whole number with a unit s, m, h, d or w (e.g. 30s, 10m, 1h, 2d)")
+        }
+        let catalog = try openServerData(data)
+        defer { try? catalog.close() }
+        let report = try catalog.collectGarbage(graceSeconds: seconds, dryRun: dryRun)
+        if options.json { return try Output.json(report) }
+        let verb = dryRun ? "would remove" : "removed"
+        if dryRun { for blob in report.blobs { Output.line("\(verb) blob \(blob.sha256)  \(Format.bytes(blob.bytes))") } }
+        Output.line("\(verb) \(report.removedBlobs) blob(s) and \(report.removedInterim) staging file(s), "
+            + "\(Format.bytes(report.reclaimedBytes)) \(dryRun ? "to reclaim" : "reclaimed")")
     }
 }

@@ -30,6 +30,9 @@ public struct VaultOptions: ParsableArguments {
 
 }
 
+/// The umask the process started with (`ReceiptCommand.run` sets 077 for everything else).
+nonisolated(unsafe) var userUmask: mode_t = 0o022
+
 /// How an error ends the process: one sentence and an exit status.
 struct Failure {
     let message: String

@@ -6,7 +6,7 @@ import ReceiptWire
 /// `/v1/blobs…`: have/want, upload (verified against the address), download (authorized by zone),
 /// one blob per request or many in a bundle.
 struct BlobRoutes {
-    let catalog: ServerCatalog
+    let catalog: any ServerStore
     let limits: ServerLimits
 
     func register(_ group: RouterGroup<ServerContext>) {

@@ -16,6 +16,8 @@ import Glibc
 public struct ServerContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     var account: Account?
+    /// Shared with the access log, which wraps the handling that authenticates.
+    let note = RequestNote()
     /// The peer's IP address (the web view slows down repeated failed sign-ins per address).
     let remoteAddress: String?
 
@@ -40,6 +42,7 @@ extension ServerError: HTTPResponseError {
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var headers: HTTPFields = [.contentType: "application/json"]
         if code == 401 { headers[.wwwAuthenticate] = "Bearer" }
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         let body = (try? JSONEncoder().encode(WireError(error: message))) ?? Data()
         return Response(status: status, headers: headers,
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
@@ -48,13 +51,20 @@ extension ServerError: HTTPResponseError {
 
 /// Rejects every request without a valid `Authorization: Bearer TOKEN` (401) and records the caller.
 struct AuthMiddleware: RouterMiddleware {
-    let catalog: ServerCatalog
+    let catalog: any ServerStore
+    let limiter: RateLimiter?
 
     func handle(_ request: Request, context: ServerContext,
                 next: (Request, ServerContext) async throws -> Response) async throws -> Response {
         guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
               let account = try await catalog.authenticate(token: String(header.dropFirst(7))) else {
             throw ServerError(401, "a valid bearer token is required")
+        }
+        context.note.account.withLockedValue { $0 = account.name }
+        if let wait = limiter?.take(account.tokenID) {
+            var refusal = ServerError(429, "too many requests with this token: retry after \(wait) s")
+            refusal.retryAfter = wait
+            throw refusal
         }
         var context = context
         context.account = account
@@ -85,20 +95,33 @@ struct ErrorMiddleware: RouterMiddleware {
 public struct ServerLimits: Sendable {
     /// Largest blob accepted by `PUT /v1/blobs/{sha256}`.
     public var maxBlobSize: Int64
-    public init(maxBlobSize: Int64 = 4 << 30) { self.maxBlobSize = maxBlobSize }
+    /// Requests per second and burst allowed to one token (429 with `Retry-After` beyond); nil: none.
+    public var rate: (perSecond: Double, burst: Int)?
+    /// One JSON line per request on stderr.
+    public var accessLog: Bool
+    public init(maxBlobSize: Int64 = 4 << 30, rate: (perSecond: Double, burst: Int)? = (200, 2000), accessLog: Bool = false) {
+        self.maxBlobSize = maxBlobSize
+        self.rate = rate
+        self.accessLog = accessLog
+    }
 }
 
 /// The sync server: an HTTP application over a server data folder.
 public enum SyncServer {
     /// Builds the router (every route under `/v1`, every route authenticated).
-    public static func buildRouter(catalog: ServerCatalog, limits: ServerLimits = ServerLimits(),
+    public static func buildRouter(catalog: any ServerStore, limits: ServerLimits = ServerLimits(),
                                    web: WebOptions = WebOptions()) -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)
+        if limits.accessLog { router.add(middleware: AccessLogMiddleware()) }
         router.add(middleware: ErrorMiddleware())
-        let v1 = router.group("v1").add(middleware: AuthMiddleware(catalog: catalog))
+        let limiter = limits.rate.map { RateLimiter(perSecond: $0.perSecond, burst: $0.burst) }
+        let v1 = router.group("v1").add(middleware: AuthMiddleware(catalog: catalog, limiter: limiter))
         ZoneRoutes(catalog: catalog).register(v1)
         BlobRoutes(catalog: catalog, limits: limits).register(v1)
-        WebRoutes(catalog: catalog, limits: limits, web: web).register(router)
+        // The web view runs over the embedded catalog only (not yet on PostgreSQL).
+        if let embedded = catalog as? ServerCatalog {
+            WebRoutes(catalog: embedded, limits: limits, web: web).register(router)
+        }
         return router
     }
 
@@ -108,20 +131,22 @@ public enum SyncServer {
     /// With `tls`, serves HTTPS only, and SIGHUP reads the certificate and key again (new connections
     /// get the new certificate; none is dropped; files that do not make a usable pair are logged and
     /// the pair in use is kept).
-    public static func run(dataPath: String, host: String, port: Int, limits: ServerLimits = ServerLimits(),
-                           tls: TLSIdentity? = nil,
+    /// With a PostgreSQL `database`, any number of processes may serve the same database and data folder.
+    public static func run(dataPath: String, database: ServerDatabase = .embedded, host: String, port: Int,
+                           limits: ServerLimits = ServerLimits(), tls: TLSIdentity? = nil,
                            shutdownSignals: [UnixSignal] = [.sigterm, .sigint], logger: Logger,
                            onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        let catalog = try ServerCatalog(dataPath: dataPath)
-        // One server per data folder: the lock is held until the process ends.
+        let catalog = try await database.open(dataPath: dataPath)
+        // One server per embedded catalog: the lock is held until the process ends. Processes over
+        // one PostgreSQL database share the data folder (the database serializes what must be).
         let lockPath = FileSystem.join(dataPath, "server.lock")
-        let lock = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lock >= 0, flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+        let lock = database.isShared ? -1 : Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard database.isShared || (lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) == 0) else {
             if lock >= 0 { Glibc.close(lock) }
-            try? catalog.close()
+            try? await catalog.close()
             throw ServerError(409, "another receipt server is already running on the data folder \(dataPath)")
         }
-        defer { Glibc.close(lock) }
+        defer { if lock >= 0 { Glibc.close(lock) } }
         // Each blob of a bundle being received holds a staging file open until the bundle is installed
         // (up to WireBundle.maxBlobs per request): a soft limit of 1,024 descriptors would not go far.
         var files = rlimit()
@@ -157,10 +182,10 @@ public enum SyncServer {
                                                           logger: logger))
             try await group.run()
         } catch {
-            try? catalog.close()
+            try? await catalog.close()
             throw error
         }
-        try catalog.close()
+        try await catalog.close()
     }
 
     /// Parses `HOST:PORT` (IPv6 as `[::1]:PORT`).

@@ -188,7 +188,7 @@ extension ServerCatalog {
 
     /// The account holding `token`, or nil. Looked up on every request, so a revoked or rotated
     /// token is refused from the next request on. The stored hash is compared in constant time.
-    func authenticate(token: String) async throws -> Account? {
+    public func authenticate(token: String) async throws -> Account? {
         guard token.utf8.count == 64, WireName.isValidBlobAddress(token) else { return nil }
         let presented = Self.tokenHash(token)
         let found: (Account, String)? = try await pool.read { db in

@@ -26,7 +26,7 @@ extension ServerCatalog {
     }
 
     /// The subset of `blobs` the caller must upload before a record referencing them is accepted.
-    func want(_ blobs: [String], caller: Account) async throws -> [String] {
+    public func want(_ blobs: [String], caller: Account) async throws -> [String] {
         let store = self.blobs
         return try await pool.read { db in
             var want: [String] = []
@@ -52,7 +52,7 @@ extension ServerCatalog {
     /// rows and files inside one write transaction and only those not touched within its grace,
     /// either ran before (and the install puts the file back) or spares the blob. Refused with 507
     /// (and nothing recorded) when the blobs would take the caller past its quota.
-    func registerUploads(_ blobs: [(id: BlobID, size: Int64)], caller: Account) async throws {
+    public func registerUploads(_ blobs: [(id: BlobID, size: Int64)], caller: Account) async throws {
         try await pool.write { db in
             let now = Self.now()
             try Self.withinQuota(db, accountID: caller.id) {
@@ -69,7 +69,7 @@ extension ServerCatalog {
     }
 
     /// Each blob's size when `caller` may read it; nil otherwise (absent or not readable: the same answer).
-    func readableBlobSizes(_ ids: [BlobID], caller: Account) async throws -> [Int64?] {
+    public func readableBlobSizes(_ ids: [BlobID], caller: Account) async throws -> [Int64?] {
         try await pool.read { db in
             try ids.map { id in
                 guard try Self.canRead(db, blob: id.hex, caller: caller) else { return nil }
@@ -84,7 +84,7 @@ extension ServerCatalog {
     /// conflict carrying the server's version; content that fails validation, or references a blob
     /// the caller has not uploaded (or cannot already read), is rejected; the rest is saved with a
     /// new change tag and the zone's next sequence number.
-    func push(_ request: WirePushRequest, owner: String, name: String, caller: Account) async throws -> WirePushResponse {
+    public func push(_ request: WirePushRequest, owner: String, name: String, caller: Account) async throws -> WirePushResponse {
         guard request.records.count <= WireProtocol.maxPushRecords else {
             throw ServerError(413, "a push may carry at most \(WireProtocol.maxPushRecords) records, not \(request.records.count)")
         }
@@ -166,7 +166,7 @@ extension ServerCatalog {
 
     /// The records of `owner/name` changed after `since` (a token from an earlier answer; nil or
     /// empty for everything), at most `limit`, oldest change first.
-    func changes(owner: String, name: String, since: String?, limit: Int, caller: Account) async throws -> WireChangesResponse {
+    public func changes(owner: String, name: String, since: String?, limit: Int, caller: Account) async throws -> WireChangesResponse {
         let decoder = JSONDecoder()
         return try await pool.read { db in
             let zone = try Self.requireZone(db, owner: owner, name: name, caller: caller)

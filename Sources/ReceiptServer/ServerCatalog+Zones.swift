@@ -44,7 +44,7 @@ extension ServerCatalog {
     }
 
     /// Every zone the caller owns or participates in, sorted by owner then name.
-    func zones(for caller: Account) async throws -> [WireZone] {
+    public func zones(for caller: Account) async throws -> [WireZone] {
         try await pool.read { db in
             let rows = try Row.fetchAll(db, sql: """
                 SELECT a.name AS owner, z.name AS name, 'owner' AS role,
@@ -64,7 +64,7 @@ extension ServerCatalog {
     }
 
     /// Creates the caller's zone `name`; an existing one is kept as it is. Returns true when created.
-    func createZone(owner: String, name: String, caller: Account) async throws -> Bool {
+    public func createZone(owner: String, name: String, caller: Account) async throws -> Bool {
         guard owner == caller.name else {
             throw ServerError(403, "zones can only be created under the caller's own account \(caller.name), not \(owner)")
         }
@@ -81,7 +81,7 @@ extension ServerCatalog {
 
     /// Deletes one of the caller's zones with its records and shares. Blob bytes stay in the store
     /// (content-addressed: another zone may reference them).
-    func deleteZone(owner: String, name: String, caller: Account) async throws {
+    public func deleteZone(owner: String, name: String, caller: Account) async throws {
         try await pool.write { db in
             let zone = try Self.requireOwner(db, owner: owner, name: name, caller: caller)
             try db.execute(sql: "DELETE FROM recordBlobs WHERE zoneID = ?", arguments: [zone.id])
@@ -91,7 +91,7 @@ extension ServerCatalog {
         }
     }
 
-    func shares(owner: String, name: String, caller: Account) async throws -> [WireShare] {
+    public func shares(owner: String, name: String, caller: Account) async throws -> [WireShare] {
         try await pool.read { db in
             let zone = try Self.requireZone(db, owner: owner, name: name, caller: caller)
             let rows = try Row.fetchAll(db, sql: """
@@ -105,7 +105,7 @@ extension ServerCatalog {
     }
 
     /// Shares the caller's zone with `account` as `role` (read or write), replacing an earlier role.
-    func share(owner: String, name: String, with account: String, role: WireRole, caller: Account) async throws {
+    public func share(owner: String, name: String, with account: String, role: WireRole, caller: Account) async throws {
         guard role != .owner else { throw ServerError.bad("a zone can be shared as read or write, not owner") }
         try await pool.write { db in
             let zone = try Self.requireOwner(db, owner: owner, name: name, caller: caller)
@@ -120,7 +120,7 @@ extension ServerCatalog {
 
     /// Removes `account` from the caller's zone; from then on every request of that account about
     /// the zone or its blobs is answered as if they did not exist. Unsharing a non-participant is not an error.
-    func unshare(owner: String, name: String, with account: String, caller: Account) async throws {
+    public func unshare(owner: String, name: String, with account: String, caller: Account) async throws {
         try await pool.write { db in
             let zone = try Self.requireOwner(db, owner: owner, name: name, caller: caller)
             guard let target = try Int64.fetchOne(db, sql: "SELECT id FROM accounts WHERE name = ?", arguments: [account]) else {

@@ -9,6 +9,8 @@ import Glibc
 public struct ServerError: Error, CustomStringConvertible, Sendable {
     public let code: Int
     public let message: String
+    /// Seconds, for a 429.
+    public var retryAfter: Int?
     public init(_ code: Int, _ message: String) {
         self.code = code
         self.message = message
@@ -51,6 +53,9 @@ public final class ServerCatalog: Sendable {
             try FileSystem.makeDirectories(path, mode: 0o700)
             let store = BlobStore(root: path)
             try store.prepare()
+            // Private, as a vault's catalog: SQLite gives -wal and -shm the database file's mode.
+            let fd = Glibc.open(FileSystem.join(path, Self.fileName), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+            if fd >= 0 { Glibc.close(fd) }
             var config = Configuration()
             config.foreignKeysEnabled = true
             config.busyMode = .timeout(30)

@@ -3,7 +3,7 @@ import ReceiptWire
 
 /// `/v1/account`, `/v1/zones…`: zones, shares, push and pull.
 struct ZoneRoutes {
-    let catalog: ServerCatalog
+    let catalog: any ServerStore
 
     func register(_ group: RouterGroup<ServerContext>) {
         group.get("account") { _, context in

@@ -86,7 +86,7 @@ struct BlobTransfer {
                 }
                 parts.append(BundlePart(id: id, size: size, source: .file(path)))
             } else {
-                try FileSystem.makeDirectories(vault.blobs.interimPath)
+                try FileSystem.makeDirectories(vault.blobs.interimPath, mode: 0o700)
                 let temp = vault.blobs.interimPath + "/upload-" + SecureRandom.hex(12) + ".interim"
                 do {
                     try vault.copyBlob(BlobRecord(sha256: hex, size: size, storedSize: size, encoding: row["encoding"],

@@ -96,8 +96,17 @@ public struct SyncClient: Sendable {
         return data
     }
 
+    /// Sends a request; a 429 is waited out as its `Retry-After` says (at most 60 s a time, 8 times)
+    /// and the request sent again (bodies are re-readable sequences).
     func execute(_ request: HTTPClientRequest, timeout: TimeAmount, path: String) async throws -> HTTPClientResponse {
         do {
+            for _ in 0..<8 {
+                let response = try await http.execute(request, timeout: timeout)
+                guard response.status == .tooManyRequests else { return response }
+                let wait = min(60, max(1, response.headers.first(name: "Retry-After").flatMap { Int($0) } ?? 1))
+                _ = try? await response.body.collect(upTo: 1 << 20)
+                try await Task.sleep(nanoseconds: UInt64(wait) * 1_000_000_000)
+            }
             return try await http.execute(request, timeout: timeout)
         } catch let error as SyncError {
             throw error
@@ -127,8 +136,9 @@ public struct SyncClient: Sendable {
     static func check(_ status: HTTPResponseStatus, _ body: Data, method: HTTPMethod, path: String, baseURL: String) throws {
         guard !(200..<300).contains(Int(status.code)) else { return }
         if status.code == 401 {
-            throw SyncError("the server at \(baseURL) refused this vault's token (HTTP 401): it was rotated or revoked. "
-                + "Ask for a new one (`receipt server token-rotate` or `token-add` on the server) and set it with "
+            let said = (try? JSONDecoder().decode(WireError.self, from: body)).map { " (\($0.error))" } ?? ""
+            throw SyncError("the server at \(baseURL) refused this vault's token\(said): a wrong token, or one rotated or "
+                + "revoked. Ask for a new one (`receipt server token-rotate` or `token-add` on the server) and set it with "
                 + "`receipt remote set \(baseURL) --account NAME --token NEW`", status: 401)
         }
         if let error = try? JSONDecoder().decode(WireError.self, from: body) {

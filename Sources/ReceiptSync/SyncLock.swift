@@ -16,7 +16,7 @@ public final class SyncLock: @unchecked Sendable {
     /// Waits (without blocking a thread) until the lock is granted.
     public static func acquire(vaultPath: String) async throws -> SyncLock {
         let path = FileSystem.join(vaultPath, fileName)
-        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         if fd < 0 { throw SyncError("cannot open the sync lock \(path): \(String(cString: strerror(errno)))") }
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let code = errno

@@ -47,7 +47,7 @@ public enum Wipe {
             throw SyncError("no vault at \(vaultPath): nothing to wipe")
         }
         let marker = FileSystem.join(vaultPath, SyncLock.wipeMarker)
-        let fd = Glibc.open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = Glibc.open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         if fd >= 0 { Glibc.close(fd) }
         var removedZones: [String] = []
         do {

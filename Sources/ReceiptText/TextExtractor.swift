@@ -27,6 +27,14 @@ public struct TextExtractor: Sendable {
 
     public init(tools: ExtractorTools) { self.tools = tools }
 
+    /// True when the text of this media type comes from a tool (a child process), not from the bytes as they are.
+    public static func needsTool(mediaType: String) -> Bool {
+        switch TextKind(mediaType: mediaType) {
+        case .pdf, .image, .heic: return true
+        case .plain, .none: return false
+        }
+    }
+
     /// The text of `file` (whose bytes the caller verified), of media type `mediaType`. `scratch` is an
     /// empty folder the extractor may fill; the caller removes it.
     public func extract(file: String, mediaType: String, scratch: String) -> Extraction {

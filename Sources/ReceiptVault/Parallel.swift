@@ -173,3 +173,13 @@ extension Parallel {
         }
     }
 }
+
+extension Parallel {
+    /// Runs blocking work (file reads, hashing) on a thread of its own and waits for it without
+    /// holding one of Swift's cooperative threads, which are not meant to block.
+    static func offPool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: body()) }.start()
+        }
+    }
+}

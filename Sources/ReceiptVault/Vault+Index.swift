@@ -52,12 +52,15 @@ extension Vault {
         var seen = 0
         // Asked for a few blobs (after an import): look up only those, in chunks SQLite accepts.
         var among = only.map { Array($0).sorted() }
-        let batchSize = max(8, Parallel.cores * 4)
+        // Files a tool reads (OCR: seconds each) are committed a few at a time, so a kill loses little;
+        // files read as they are (plain text: microseconds) a page at a time, so commits do not dominate.
+        let pageSize = 512
+        let toolBatch = max(8, Parallel.cores * 4)
         while true {
             let chunk = among.map { Array($0.prefix(500)) }
             let batch = try wrapped {
                 try catalog.read { db in
-                    try Catalog.pendingText(db, version: version, after: after, among: chunk, limit: batchSize)
+                    try Catalog.pendingText(db, version: version, after: after, among: chunk, limit: pageSize)
                 }
             }
             guard let last = batch.last else {
@@ -67,46 +70,52 @@ extension Vault {
                 continue
             }
             after = last.sha256
-            let wanted = batch
-            let results = Parallel.mapLargestFirst(wanted, cost: { $0.size }) { [self] item in
-                try extractText(item, extractor: extractor)
+            let quick = batch.filter { !TextExtractor.needsTool(mediaType: $0.mediaType) }
+            let slow = batch.filter { TextExtractor.needsTool(mediaType: $0.mediaType) }
+            let groups = [quick] + stride(from: 0, to: slow.count, by: toolBatch).map {
+                Array(slow[$0..<min($0 + toolBatch, slow.count)])
             }
-            var toStore: [(String, Extraction)] = []
-            for (item, result) in zip(wanted, results) {
-                switch result {
-                case .success(.unavailable(let tool, let package)):
-                    missing.insert(IndexOutcome.MissingTool(tool: tool, package: package))
-                case .success(let extraction):
-                    toStore.append((item.sha256, extraction))
-                case .failure(let error):
-                    // The bytes did not verify (or could not be read): left pending for after `fsck --repair`.
-                    outcome.failed += 1
-                    outcome.failures.append(.init(sha256: item.sha256, reason: "\(VaultError.wrap(error))"))
+            for wanted in groups where !wanted.isEmpty {
+                let results = Parallel.mapLargestFirst(wanted, cost: { $0.size }) { [self] item in
+                    try extractText(item, extractor: extractor)
                 }
-            }
-            try wrapped {
-                try mutate { db in
-                    for (sha256, extraction) in toStore {
-                        switch extraction {
-                        case .text(let text):
-                            try Catalog.storeText(db, sha256: sha256, version: version, text: text, error: nil)
-                        case .failed(let reason):
-                            try Catalog.storeText(db, sha256: sha256, version: version, text: nil, error: reason)
-                        case .unavailable: break
+                var toStore: [(String, Extraction)] = []
+                for (item, result) in zip(wanted, results) {
+                    switch result {
+                    case .success(.unavailable(let tool, let package)):
+                        missing.insert(IndexOutcome.MissingTool(tool: tool, package: package))
+                    case .success(let extraction):
+                        toStore.append((item.sha256, extraction))
+                    case .failure(let error):
+                        // The bytes did not verify (or could not be read): left pending for after `fsck --repair`.
+                        outcome.failed += 1
+                        outcome.failures.append(.init(sha256: item.sha256, reason: "\(VaultError.wrap(error))"))
+                    }
+                }
+                try wrapped {
+                    try mutate { db in
+                        for (sha256, extraction) in toStore {
+                            switch extraction {
+                            case .text(let text):
+                                try Catalog.storeText(db, sha256: sha256, version: version, text: text, error: nil)
+                            case .failed(let reason):
+                                try Catalog.storeText(db, sha256: sha256, version: version, text: nil, error: reason)
+                            case .unavailable: break
+                            }
                         }
                     }
                 }
-            }
-            for (sha256, extraction) in toStore {
-                if case .failed(let reason) = extraction {
-                    outcome.failed += 1
-                    outcome.failures.append(.init(sha256: sha256, reason: reason))
-                } else {
-                    outcome.extracted += 1
+                for (sha256, extraction) in toStore {
+                    if case .failed(let reason) = extraction {
+                        outcome.failed += 1
+                        outcome.failures.append(.init(sha256: sha256, reason: reason))
+                    } else {
+                        outcome.extracted += 1
+                    }
                 }
+                seen += wanted.count
+                progress?(IndexProgress(done: min(seen, total), total: total))
             }
-            seen += batch.count
-            progress?(IndexProgress(done: min(seen, total), total: total))
         }
         outcome.pending = try wrapped { try catalog.read { db in try Catalog.textCounts(db, version: version).pending } }
         outcome.missingTools = missing.sorted { $0.tool < $1.tool }

@@ -74,7 +74,9 @@ public final class Vault: Sendable {
             if let st = try FileSystem.status(path, followLinks: true), !st.isDirectory {
                 throw VaultError.bad("cannot create a vault at \(path): it is a file, not a folder")
             }
-            try FileSystem.makeDirectories(path)
+            // Private by default: the vault folder is the owner's alone (an existing empty one too).
+            try FileSystem.makeDirectories(path, mode: 0o700)
+            _ = chmod(path, 0o700)
             let store = BlobStore(root: path)
             try store.prepare()
             let settings = VaultSettings(vaultID: UUID().uuidString.lowercased(),

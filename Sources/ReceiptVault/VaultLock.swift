@@ -22,7 +22,7 @@ public final class VaultLock: @unchecked Sendable {
     /// Blocks until the lock is granted.
     public init(vaultPath: String, mode: Mode) throws {
         let path = FileSystem.join(vaultPath, VaultLock.fileName)
-        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         if fd < 0 { throw IOError("opening the vault lock", path: path, errno: errno) }
         let operation = mode == .shared ? LOCK_SH : LOCK_EX
         if flock(fd, operation | LOCK_NB) == 0 {

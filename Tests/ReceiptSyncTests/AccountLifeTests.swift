@@ -56,7 +56,7 @@ final class AccountLifeTests: XCTestCase {
         checkEqual(try await status(h, rotated), 200)
         let stale = try await alice.run(["sync"])
         XCTAssertEqual(stale.status, 1)
-        XCTAssertTrue(stale.stderr.contains("401") && stale.stderr.contains("remote set"), stale.stderr)
+        XCTAssertTrue(stale.stderr.contains("rotated") && stale.stderr.contains("remote set"), stale.stderr)
         try await alice.ok(["remote", "set", h.server.url, "--account", "alice", "--token", rotated])
         let synced = try await alice.sync()
         XCTAssertEqual(synced["pushed"] as? Int, 1)

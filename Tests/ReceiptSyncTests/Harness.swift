@@ -33,7 +33,8 @@ final class TestServer: @unchecked Sendable {
         logger.logLevel = .critical
         let task = Task {
             defer { continuation.finish() }
-            try await SyncServer.run(dataPath: data, host: "127.0.0.1", port: 0, limits: limits, tls: tls, shutdownSignals: [],
+            try await SyncServer.run(dataPath: data, database: try ServerDatabase(Household.database), host: "127.0.0.1", port: 0,
+                                     limits: limits, tls: tls, shutdownSignals: [],
                                      logger: logger) { port in continuation.yield(port) }
         }
         var iterator = ports.makeAsyncIterator()
@@ -50,10 +51,16 @@ final class TestServer: @unchecked Sendable {
     }
 
     /// Creates an account on the data folder and returns its token.
-    static func addAccount(_ name: String, data: String) throws -> String {
-        let catalog = try ServerCatalog(dataPath: data)
-        defer { try? catalog.close() }
-        return try catalog.addAccount(name)
+    static func addAccount(_ name: String, data: String) async throws -> String {
+        let catalog = try await ServerDatabase(Household.database).open(dataPath: data)
+        do {
+            let token = try await catalog.addAccount(name, quota: nil)
+            try await catalog.close()
+            return token
+        } catch {
+            try? await catalog.close()
+            throw error
+        }
     }
 }
 
@@ -185,6 +192,10 @@ struct Member {
 
 /// A server and its household, in one temporary folder.
 final class Household: @unchecked Sendable {
+    /// The server catalog households of the running test use: nil for the embedded one, else a
+    /// `postgres://` URL (set by the PostgreSQL subclasses' setUp; tests run one at a time).
+    nonisolated(unsafe) static var database: String?
+
     let folder: TemporaryFolder
     var server: TestServer
     var members: [String: Member] = [:]
@@ -201,7 +212,7 @@ final class Household: @unchecked Sendable {
         let folder = TemporaryFolder("receipt-sync")
         let data = folder.file("server")
         var tokens: [String: String] = [:]
-        for name in names { tokens[name] = try TestServer.addAccount(name, data: data) }
+        for name in names { tokens[name] = try await TestServer.addAccount(name, data: data) }
         let secured = try tls.map { try $0(folder) }
         let household = Household(folder: folder, server: try await TestServer.start(data: data, limits: limits, tls: secured?.0))
         for name in names {

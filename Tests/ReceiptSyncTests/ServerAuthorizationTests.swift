@@ -27,7 +27,7 @@ final class ServerAuthorizationTests: XCTestCase {
         let folder = TemporaryFolder("receipt-auth")
         let data = folder.file("server")
         var tokens: [String: String] = [:]
-        for name in ["alice", "bob", "carol", "mallory"] { tokens[name] = try TestServer.addAccount(name, data: data) }
+        for name in ["alice", "bob", "carol", "mallory"] { tokens[name] = try await TestServer.addAccount(name, data: data) }
         let server = try await TestServer.start(data: data, limits: limits)
         let raw = Raw(base: server.url)
         let blob = TestData.random(300_000, seed: 7)

@@ -114,7 +114,7 @@ final class TLSTests: XCTestCase {
     func testSIGHUPReplacesTheCertificateWithoutStoppingTheServer() async throws {
         let folder = TemporaryFolder("receipt-tls")
         let data = folder.file("server")
-        let token = try TestServer.addAccount("alice", data: data)
+        let token = try await TestServer.addAccount("alice", data: data)
         let first = try await CLI.run(["server", "cert", "--data", data, "--host", "127.0.0.1", "--json"], in: folder)
         XCTAssertEqual(first.status, 0, first.stderr)
         let cert = try XCTUnwrap(first.json as? [String: String])

@@ -185,6 +185,7 @@ final class FaultTests: XCTestCase {
         // Put back, all is well again.
         try FileManager.default.removeItem(atPath: blobPath)
         try saved.write(to: URL(fileURLWithPath: blobPath))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: blobPath)  // as the vault keeps blobs
         try await assertIntact(vault.path, report.imported)
     }
 

@@ -138,6 +138,23 @@ final class VaultTests: XCTestCase {
         XCTAssertEqual(try count("blobs"), 1)
     }
 
+    /// Past the first 1,024 small files of a batch, the ingest path reads them inside the batch's
+    /// transaction: files that changed there are reported failed too, and nothing of theirs is written.
+    func testManifestFilesChangedPastTheFirstReadSliceAreReportedFailed() throws {
+        let names = (0..<1_100).map { "f\($0).txt" }
+        for name in names { try folder.write("in/" + name, "content of " + name) }
+        try folder.write("in/m.csv", "path\n" + names.joined(separator: "\n") + "\n")
+        let report = try vault.importManifest(folder.file("in/m.csv")) { progress in
+            guard progress.phase == .checking else { return }
+            for name in names { _ = try? self.folder.write("in/" + name, "changed " + name) }
+        }
+        XCTAssertEqual(report.imported.count, 0)
+        XCTAssertEqual(Set(report.failed.map(\.path)), Set(names))
+        XCTAssertTrue(report.failed.allSatisfy { $0.error.contains("changed while it was being imported") })
+        XCTAssertEqual(try count("receipts"), 0)
+        XCTAssertEqual(try count("blobs"), 0)
+    }
+
     /// Pass 1 finds the content already in the vault (an orphan, its receipt removed), so pass 2 only
     /// refers to it: a gc between the passes must wait for the import, not take the blob from under it.
     func testGCWaitsForAManifestImportThatFoundItsBlobInTheVault() async throws {

@@ -9,6 +9,7 @@ Nothing outside WORK is written except the receipt release build (.build-release
 repository); the sync server listens on 127.0.0.1 only.
 """
 import argparse
+import tempfile
 import csv
 import itertools
 import json
@@ -633,7 +634,18 @@ def main():
     ap.add_argument("--repeat", type=int, default=1, metavar="N",
                     help="best of N runs for the steps that can be repeated (re-import, verify, export)")
     ap.add_argument("--keep", action="store_true", help="keep repositories and vaults under WORK/run")
+    ap.add_argument("--web", action="store_true",
+                    help="only the web view's page latency on a 10,000-receipt zone (tools/bench.d/web.py)")
     a = ap.parse_args()
+    if a.web:
+        import web
+        b = Bench(a)
+        os.makedirs(b.logs, exist_ok=True)
+        b.build_receipt()
+        text = web.run(b.receipt, tempfile.mkdtemp(prefix="web-", dir=os.makedirs(a.work, exist_ok=True) or a.work))
+        with open(a.out or os.path.join(a.work, "web-results.md"), "w") as f:
+            f.write(text)
+        return
     a.timeout = a.timeout or (180 if a.quick else 900)
     unknown = set(a.tools.split(",")) - set(TOOLS)
     if unknown:

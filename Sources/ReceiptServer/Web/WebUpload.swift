@@ -81,9 +81,15 @@ extension WebRoutes {
             throw ServerError(403, "the account \(session.account.name) may read \(owner)/\(name) but not edit its receipts")
         }
         let metadata = try WebMetadata(fields)
-        let old = row.receipt
-        let receipt = metadata.receipt(attachments: old.attachments, tags: old.tags, createdAt: old.createdAt,
-                                       modifiedAt: max(ServerCatalog.now(), old.modifiedAt + 1))
+        // Only the form's fields change: attachments, tags, status and claim stay as they are.
+        var receipt = row.receipt
+        receipt.merchant = metadata.merchant
+        receipt.date = metadata.date
+        receipt.total = metadata.total
+        receipt.currency = metadata.currency
+        receipt.category = metadata.category
+        receipt.note = metadata.note
+        receipt.modifiedAt = max(ServerCatalog.now(), row.receipt.modifiedAt + 1)
         let result = try await catalog.push(WirePushRequest(records: [WirePushRecord(id: row.id, baseTag: fields["changeTag"], receipt: receipt)]),
                                             owner: owner, name: name, caller: session.account)
         switch result.results.first?.status {

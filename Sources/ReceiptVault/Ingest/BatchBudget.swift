@@ -11,9 +11,10 @@ struct BatchBudget {
     /// that where two are in flight (a folder import stages one while the one before it commits).
     let inlineBytesLimit: Int64
     /// Rows of one transaction.
-    static let rowsLimit = 16384
+    let rowsLimit: Int
 
-    init(inlineBytesLimit: Int64 = 32 << 20) {
+    init(inlineBytesLimit: Int64 = 32 << 20, rowsLimit: Int = 16384) {
+        self.rowsLimit = rowsLimit
         self.inlineBytesLimit = inlineBytesLimit
     }
 
@@ -33,7 +34,7 @@ struct BatchBudget {
     }
 
     var isFull: Bool {
-        rows >= Self.rowsLimit || staged >= Self.stagedFilesLimit || stagedBytes >= Self.stagedBytesLimit
+        rows >= rowsLimit || staged >= Self.stagedFilesLimit || stagedBytes >= Self.stagedBytesLimit
             || inlineBytes >= inlineBytesLimit
     }
 }

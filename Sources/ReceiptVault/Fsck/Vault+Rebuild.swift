@@ -34,7 +34,7 @@ extension Vault {
 
     private static func rebuild(vaultPath: String, store: BlobStore, options: FsckOptions, sink: FsckSink) async throws -> String {
         let catalogPath = FileSystem.join(vaultPath, Catalog.fileName)
-        try FileSystem.makeDirectories(store.interimPath)
+        try FileSystem.makeDirectories(store.interimPath, mode: 0o700)
         let salvaged = salvage(catalogPath, store: store)
 
         // Every blob file, verified two at a time; corrupt ones are set aside.
@@ -169,7 +169,7 @@ extension Vault {
         // Swap: the old catalog (and its WAL) into quarantine/, then the new one renamed in.
         let stamp = isoStamp()
         let aside = FileSystem.join(store.quarantinePath, "catalog-" + stamp + "-" + SecureRandom.hex(4))
-        try FileSystem.makeDirectories(aside)
+        try FileSystem.makeDirectories(aside, mode: 0o700)
         var setAside = false
         if FileSystem.exists(catalogPath) {
             if link(catalogPath, FileSystem.join(aside, Catalog.fileName)) != 0 {

@@ -1,0 +1,104 @@
+import PostgresNIO
+
+/// The PostgreSQL schema, versioned: `receipt_schema` holds the version the database is at; each
+/// migration runs once, in the transaction that records it. Processes starting together take an
+/// advisory lock, so one migrates and the others then find the database current. A database at a
+/// version newer than this build knows is refused, untouched.
+enum PostgresSchema {
+    /// Statements of each version, in order (version N is `migrations[N - 1]`).
+    static let migrations: [[PostgresQuery]] = [
+        [
+            """
+            CREATE TABLE accounts (
+                id BIGSERIAL PRIMARY KEY,
+                name TEXT NOT NULL UNIQUE,
+                quota BIGINT CHECK (quota IS NULL OR quota >= 0),
+                created_at BIGINT NOT NULL)
+            """,
+            """
+            CREATE TABLE tokens (
+                id BIGSERIAL PRIMARY KEY,
+                account_id BIGINT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                label TEXT NOT NULL,
+                token_hash TEXT NOT NULL UNIQUE CHECK (length(token_hash) = 64),
+                created_at BIGINT NOT NULL,
+                UNIQUE (account_id, label))
+            """,
+            """
+            CREATE TABLE zones (
+                id BIGSERIAL PRIMARY KEY,
+                uid TEXT NOT NULL UNIQUE,
+                owner_id BIGINT NOT NULL REFERENCES accounts(id),
+                name TEXT NOT NULL,
+                seq BIGINT NOT NULL DEFAULT 0,
+                created_at BIGINT NOT NULL,
+                UNIQUE (owner_id, name))
+            """,
+            """
+            CREATE TABLE shares (
+                zone_id BIGINT NOT NULL REFERENCES zones(id) ON DELETE CASCADE,
+                account_id BIGINT NOT NULL REFERENCES accounts(id),
+                role TEXT NOT NULL CHECK (role IN ('read', 'write')),
+                PRIMARY KEY (zone_id, account_id))
+            """,
+            "CREATE INDEX shares_by_account ON shares(account_id)",
+            """
+            CREATE TABLE blobs (
+                sha256 TEXT PRIMARY KEY CHECK (length(sha256) = 64),
+                size BIGINT NOT NULL,
+                created_at BIGINT NOT NULL,
+                touched_at BIGINT NOT NULL)
+            """,
+            """
+            CREATE TABLE records (
+                zone_id BIGINT NOT NULL REFERENCES zones(id) ON DELETE CASCADE,
+                id TEXT NOT NULL,
+                change_tag TEXT NOT NULL,
+                seq BIGINT NOT NULL,
+                payload TEXT,
+                PRIMARY KEY (zone_id, id))
+            """,
+            "CREATE INDEX records_by_seq ON records(zone_id, seq)",
+            """
+            CREATE TABLE record_blobs (
+                zone_id BIGINT NOT NULL,
+                record_id TEXT NOT NULL,
+                sha256 TEXT NOT NULL REFERENCES blobs(sha256),
+                PRIMARY KEY (zone_id, record_id, sha256),
+                FOREIGN KEY (zone_id, record_id) REFERENCES records(zone_id, id) ON DELETE CASCADE)
+            """,
+            "CREATE INDEX record_blobs_by_blob ON record_blobs(sha256)",
+            """
+            CREATE TABLE possessions (
+                account_id BIGINT NOT NULL REFERENCES accounts(id),
+                sha256 TEXT NOT NULL REFERENCES blobs(sha256),
+                PRIMARY KEY (account_id, sha256))
+            """,
+            "CREATE INDEX possessions_by_blob ON possessions(sha256)",
+        ],
+    ]
+
+    static var currentVersion: Int { migrations.count }
+
+    /// An arbitrary constant naming receipt's migration lock among the database's advisory locks.
+    static let lockKey: Int64 = 0x7265_6365_6970_7401
+
+    static func migrate(_ store: PostgresServerStore) async throws {
+        try await store.transaction { db in
+            try await db.run("SELECT pg_advisory_xact_lock(\(lockKey))")
+            try await db.run("CREATE TABLE IF NOT EXISTS receipt_schema (version INTEGER NOT NULL)")
+            let found = try await db.value("SELECT max(version) FROM receipt_schema", as: Int?.self) ?? nil
+            let version = found ?? 0
+            guard version <= currentVersion else {
+                throw ServerError(500, "the PostgreSQL database \(store.url) has receipt schema version \(version), written by a newer "
+                    + "receipt (this one knows up to version \(currentVersion)): upgrade receipt; nothing was changed")
+            }
+            guard version < currentVersion else { return }
+            for statements in migrations[version...] {
+                for statement in statements { try await db.run(statement) }
+            }
+            try await db.run("DELETE FROM receipt_schema")
+            try await db.run("INSERT INTO receipt_schema(version) VALUES (\(currentVersion))")
+        }
+    }
+}

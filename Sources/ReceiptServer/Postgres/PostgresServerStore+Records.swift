@@ -1,0 +1,193 @@
+import BlobStore
+import Foundation
+import PostgresNIO
+import ReceiptWire
+
+/// Records, change tokens and blob bookkeeping in PostgreSQL (the rules of ServerCatalog+Records.swift).
+extension PostgresServerStore {
+    static func canRead(_ db: PostgresConnection, blob: String, caller: Account) async throws -> Bool {
+        try await db.value("""
+            SELECT EXISTS (
+                SELECT 1 FROM record_blobs rb JOIN zones z ON z.id = rb.zone_id
+                WHERE rb.sha256 = \(blob) AND (z.owner_id = \(caller.id) OR EXISTS (
+                    SELECT 1 FROM shares s WHERE s.zone_id = z.id AND s.account_id = \(caller.id))))
+            """, as: Bool.self) ?? false
+    }
+
+    static func hasProvedPossession(_ db: PostgresConnection, blob: String, caller: Account) async throws -> Bool {
+        let uploaded = try await db.value("""
+            SELECT EXISTS (SELECT 1 FROM possessions WHERE account_id = \(caller.id) AND sha256 = \(blob))
+            """, as: Bool.self) ?? false
+        if uploaded { return true }
+        return try await canRead(db, blob: blob, caller: caller)
+    }
+
+    public func want(_ blobs: [String], caller: Account) async throws -> [String] {
+        let store = self.blobs
+        return try await transaction { db in
+            var want: [String] = []
+            for blob in blobs {
+                guard let id = BlobID(hex: blob), id.hex == blob else {
+                    throw ServerError.bad("\(blob) is not a blob address (64 lowercase hex digits)")
+                }
+                let known = try await db.value("SELECT EXISTS (SELECT 1 FROM blobs WHERE sha256 = \(blob))", as: Bool.self) ?? false
+                let proved = try await Self.hasProvedPossession(db, blob: blob, caller: caller)
+                if !known || !store.contains(id) || !proved { want.append(blob) }
+            }
+            return want
+        }
+    }
+
+    /// Records the uploads (touching each blob's row) before the files are installed, as the
+    /// embedded catalog does: a server gc on any process spares a blob touched within its grace.
+    public func registerUploads(_ blobs: [(id: BlobID, size: Int64)], caller: Account) async throws {
+        let rows = blobs.map { (hex: $0.id.hex, size: $0.size) }
+        try await transaction { db in
+            let now = Self.now()
+            try await Self.withinQuota(db, accountID: caller.id) {
+                for blob in rows {
+                    try await db.run("""
+                        INSERT INTO blobs(sha256, size, created_at, touched_at) VALUES (\(blob.hex), \(blob.size), \(now), \(now))
+                        ON CONFLICT (sha256) DO UPDATE SET touched_at = excluded.touched_at
+                        """)
+                    try await db.run("""
+                        INSERT INTO possessions(account_id, sha256) VALUES (\(caller.id), \(blob.hex)) ON CONFLICT DO NOTHING
+                        """)
+                }
+            }
+        }
+    }
+
+    public func readableBlobSizes(_ ids: [BlobID], caller: Account) async throws -> [Int64?] {
+        try await transaction { db in
+            var sizes: [Int64?] = []
+            for id in ids {
+                guard try await Self.canRead(db, blob: id.hex, caller: caller) else { sizes.append(nil); continue }
+                sizes.append(try await db.value("SELECT size FROM blobs WHERE sha256 = \(id.hex)", as: Int64.self))
+            }
+            return sizes
+        }
+    }
+
+    // MARK: Push
+
+    /// One transaction holding the zone's row lock: the zone's sequence is read, advanced per saved
+    /// record and written back before the lock is released, so tokens strictly increase per zone
+    /// whichever process commits, and each base tag is compared with the committed one.
+    public func push(_ request: WirePushRequest, owner: String, name: String, caller: Account) async throws -> WirePushResponse {
+        guard request.records.count <= WireProtocol.maxPushRecords else {
+            throw ServerError(413, "a push may carry at most \(WireProtocol.maxPushRecords) records, not \(request.records.count)")
+        }
+        return try await transaction { db in
+            let zone = try await Self.requireZone(db, owner: owner, name: name, caller: caller, lock: true)
+            guard zone.role != .read else {
+                throw ServerError(403, "the account \(caller.name) has read-only access to \(ServerCatalog.zoneLabel(owner, name)): its changes were refused")
+            }
+            return try await Self.withinQuota(db, accountID: zone.ownerID) {
+                try await Self.apply(request, to: zone, caller: caller, db)
+            }
+        }
+    }
+
+    private static func apply(_ request: WirePushRequest, to zone: VisibleZone, caller: Account,
+                              _ db: PostgresConnection) async throws -> WirePushResponse {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let decoder = JSONDecoder()
+        var seq = try await db.value("SELECT seq FROM zones WHERE id = \(zone.id)", as: Int64.self) ?? 0
+        var results: [WirePushResult] = []
+        for record in request.records {
+            guard WireName.isValidRecordID(record.id) else {
+                results.append(WirePushResult(id: record.id, status: .rejected, error: "\(record.id) is not a receipt id (a UUID)"))
+                continue
+            }
+            if let current = try await db.rows("SELECT change_tag, payload FROM records WHERE zone_id = \(zone.id) AND id = \(record.id)").first {
+                let (tag, payload) = try current.decode((String, String?).self)
+                if tag != record.baseTag {
+                    let receipt = try payload.map { try decoder.decode(WireReceipt.self, from: Data($0.utf8)) }
+                    results.append(WirePushResult(id: record.id, status: .conflict,
+                                                  server: WireRecord(id: record.id, changeTag: tag, receipt: receipt)))
+                    continue
+                }
+            }
+            if let receipt = record.receipt {
+                if let problem = receipt.validationError() {
+                    results.append(WirePushResult(id: record.id, status: .rejected, error: "receipt \(record.id): \(problem)"))
+                    continue
+                }
+                var refused: String?
+                for a in receipt.attachments {
+                    let size = try await db.value("SELECT size FROM blobs WHERE sha256 = \(a.sha256)", as: Int64.self)
+                    let proved = try await hasProvedPossession(db, blob: a.sha256, caller: caller)
+                    if size == nil || !proved {
+                        refused = "receipt \(record.id) references blob \(a.sha256), which must be uploaded first"
+                        break
+                    }
+                    if size != a.size {
+                        refused = "receipt \(record.id) gives blob \(a.sha256) a size of \(a.size) bytes, not \(size ?? 0)"
+                        break
+                    }
+                }
+                if let refused {
+                    results.append(WirePushResult(id: record.id, status: .rejected, error: refused))
+                    continue
+                }
+            }
+            seq += 1
+            let tag = SecureRandom.hex(8)
+            let payload = try record.receipt.map { String(decoding: try encoder.encode($0), as: UTF8.self) }
+            try await db.run("DELETE FROM record_blobs WHERE zone_id = \(zone.id) AND record_id = \(record.id)")
+            try await db.run("""
+                INSERT INTO records(zone_id, id, change_tag, seq, payload) VALUES (\(zone.id), \(record.id), \(tag), \(seq), \(payload))
+                ON CONFLICT (zone_id, id) DO UPDATE SET change_tag = excluded.change_tag, seq = excluded.seq, payload = excluded.payload
+                """)
+            for a in record.receipt?.attachments ?? [] {
+                try await db.run("""
+                    INSERT INTO record_blobs(zone_id, record_id, sha256) VALUES (\(zone.id), \(record.id), \(a.sha256)) ON CONFLICT DO NOTHING
+                    """)
+            }
+            results.append(WirePushResult(id: record.id, status: .saved, changeTag: tag))
+        }
+        try await db.run("UPDATE zones SET seq = \(seq) WHERE id = \(zone.id)")
+        return WirePushResponse(results: results)
+    }
+
+    // MARK: Pull
+
+    public func changes(owner: String, name: String, since: String?, limit: Int, caller: Account) async throws -> WireChangesResponse {
+        let decoder = JSONDecoder()
+        return try await transaction { db in
+            // One snapshot for the rows and the zone's sequence (a push committing between them
+            // would otherwise be skipped by the token this answer returns).
+            try await db.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            let zone = try await Self.requireZone(db, owner: owner, name: name, caller: caller)
+            var after: Int64 = 0
+            if let since, !since.isEmpty {
+                let parts = since.split(separator: ".", omittingEmptySubsequences: false)
+                guard parts.count == 2, let n = Int64(parts[1]), n >= 0 else {
+                    throw ServerError.bad("the change token \(since) is malformed")
+                }
+                guard parts[0] == zone.uid else {
+                    throw ServerError(410, "the change token \(since) belongs to an earlier \(ServerCatalog.zoneLabel(owner, name)): pull again from the start")
+                }
+                after = n
+            }
+            let rows = try await db.rows("""
+                SELECT id, change_tag, seq, payload FROM records WHERE zone_id = \(zone.id) AND seq > \(after) ORDER BY seq LIMIT \(limit + 1)
+                """)
+            let more = rows.count > limit
+            var records: [WireRecord] = []
+            var last = after
+            for row in rows.prefix(limit) {
+                let (id, tag, seq, payload) = try row.decode((String, String, Int64, String?).self)
+                let receipt = try payload.map { try decoder.decode(WireReceipt.self, from: Data($0.utf8)) }
+                records.append(WireRecord(id: id, changeTag: tag, receipt: receipt))
+                last = seq
+            }
+            if !more {
+                last = max(last, try await db.value("SELECT seq FROM zones WHERE id = \(zone.id)", as: Int64.self) ?? last)
+            }
+            return WireChangesResponse(records: records, changeToken: "\(zone.uid).\(last)", more: more)
+        }
+    }
+}

@@ -1,0 +1,159 @@
+import BlobStore
+import PostgresNIO
+import ReceiptWire
+
+/// Zones, shares and quotas in PostgreSQL: the embedded catalog's rules (a zone the caller can
+/// neither own nor read is "not found", whether or not it exists).
+extension PostgresServerStore {
+    static func visibleZone(_ db: PostgresConnection, owner: String, name: String, caller: Account,
+                            lock: Bool = false) async throws -> VisibleZone? {
+        let query: PostgresQuery = lock ? """
+            SELECT z.id, z.uid, z.owner_id, z.name, a.name,
+                   (SELECT role FROM shares s WHERE s.zone_id = z.id AND s.account_id = \(caller.id))
+            FROM zones z JOIN accounts a ON a.id = z.owner_id WHERE a.name = \(owner) AND z.name = \(name)
+            FOR UPDATE OF z
+            """ : """
+            SELECT z.id, z.uid, z.owner_id, z.name, a.name,
+                   (SELECT role FROM shares s WHERE s.zone_id = z.id AND s.account_id = \(caller.id))
+            FROM zones z JOIN accounts a ON a.id = z.owner_id WHERE a.name = \(owner) AND z.name = \(name)
+            """
+        guard let row = try await db.rows(query).first else { return nil }
+        let (id, uid, ownerID, zoneName, ownerName, share) = try row.decode((Int64, String, Int64, String, String, String?).self)
+        let role: WireRole
+        if ownerID == caller.id {
+            role = .owner
+        } else if let share, let r = WireRole(rawValue: share) {
+            role = r
+        } else {
+            return nil
+        }
+        return VisibleZone(id: id, uid: uid, owner: ownerName, ownerID: ownerID, name: zoneName, role: role)
+    }
+
+    /// The zone as the caller may see it; with `lock`, its row stays locked until the transaction
+    /// ends, which serializes every push to the zone across processes.
+    static func requireZone(_ db: PostgresConnection, owner: String, name: String, caller: Account,
+                            lock: Bool = false) async throws -> VisibleZone {
+        guard let zone = try await visibleZone(db, owner: owner, name: name, caller: caller, lock: lock) else {
+            throw ServerError.notFound(ServerCatalog.zoneLabel(owner, name))
+        }
+        return zone
+    }
+
+    static func requireOwner(_ db: PostgresConnection, owner: String, name: String, caller: Account) async throws -> VisibleZone {
+        let zone = try await requireZone(db, owner: owner, name: name, caller: caller)
+        guard zone.role == .owner else {
+            throw ServerError(403, "only the owner of \(ServerCatalog.zoneLabel(owner, name)) can change its sharing or delete it")
+        }
+        return zone
+    }
+
+    public func zones(for caller: Account) async throws -> [WireZone] {
+        try await transaction { db in
+            try await db.rows("""
+                SELECT a.name AS owner, z.name AS name, 'owner' AS role,
+                       EXISTS (SELECT 1 FROM shares s WHERE s.zone_id = z.id) AS shared
+                FROM zones z JOIN accounts a ON a.id = z.owner_id WHERE z.owner_id = \(caller.id)
+                UNION ALL
+                SELECT a.name, z.name, s.role, TRUE
+                FROM shares s JOIN zones z ON z.id = s.zone_id JOIN accounts a ON a.id = z.owner_id
+                WHERE s.account_id = \(caller.id)
+                ORDER BY 1, 2
+                """).compactMap { row in
+                let (owner, name, role, shared) = try row.decode((String, String, String, Bool).self)
+                return WireRole(rawValue: role).map { WireZone(owner: owner, name: name, role: $0, shared: shared) }
+            }
+        }
+    }
+
+    public func createZone(owner: String, name: String, caller: Account) async throws -> Bool {
+        guard owner == caller.name else {
+            throw ServerError(403, "zones can only be created under the caller's own account \(caller.name), not \(owner)")
+        }
+        return try await transaction { db in
+            try await db.run("""
+                INSERT INTO zones(uid, owner_id, name, seq, created_at) VALUES (\(SecureRandom.hex(8)), \(caller.id), \(name), 0, \(Self.now()))
+                ON CONFLICT (owner_id, name) DO NOTHING RETURNING id
+                """) > 0
+        }
+    }
+
+    public func deleteZone(owner: String, name: String, caller: Account) async throws {
+        try await transaction { db in
+            let zone = try await Self.requireOwner(db, owner: owner, name: name, caller: caller)
+            // Records, their blob references and shares go with the zone (ON DELETE CASCADE).
+            try await db.run("DELETE FROM zones WHERE id = \(zone.id)")
+        }
+    }
+
+    public func shares(owner: String, name: String, caller: Account) async throws -> [WireShare] {
+        try await transaction { db in
+            let zone = try await Self.requireZone(db, owner: owner, name: name, caller: caller)
+            return try await db.rows("""
+                SELECT a.name, s.role FROM shares s JOIN accounts a ON a.id = s.account_id WHERE s.zone_id = \(zone.id) ORDER BY a.name
+                """).compactMap { row in
+                let (account, role) = try row.decode((String, String).self)
+                return WireRole(rawValue: role).map { WireShare(account: account, role: $0) }
+            }
+        }
+    }
+
+    public func share(owner: String, name: String, with account: String, role: WireRole, caller: Account) async throws {
+        guard role != .owner else { throw ServerError.bad("a zone can be shared as read or write, not owner") }
+        try await transaction { db in
+            let zone = try await Self.requireOwner(db, owner: owner, name: name, caller: caller)
+            guard let target = try await db.value("SELECT id FROM accounts WHERE name = \(account)", as: Int64.self) else {
+                throw ServerError.notFound("account \(account)")
+            }
+            guard target != caller.id else {
+                throw ServerError.bad("the owner of \(ServerCatalog.zoneLabel(owner, name)) cannot share it with itself")
+            }
+            try await db.run("""
+                INSERT INTO shares(zone_id, account_id, role) VALUES (\(zone.id), \(target), \(role.rawValue))
+                ON CONFLICT (zone_id, account_id) DO UPDATE SET role = excluded.role
+                """)
+        }
+    }
+
+    public func unshare(owner: String, name: String, with account: String, caller: Account) async throws {
+        try await transaction { db in
+            let zone = try await Self.requireOwner(db, owner: owner, name: name, caller: caller)
+            guard let target = try await db.value("SELECT id FROM accounts WHERE name = \(account)", as: Int64.self) else {
+                throw ServerError.notFound("account \(account)")
+            }
+            try await db.run("DELETE FROM shares WHERE zone_id = \(zone.id) AND account_id = \(target)")
+        }
+    }
+
+    // MARK: Quotas (as ServerCatalog+Quota.swift counts them)
+
+    static func usage(_ db: PostgresConnection, accountID: Int64) async throws -> Int64 {
+        try await db.value("""
+            SELECT COALESCE(SUM(b.size), 0)::BIGINT FROM blobs b WHERE b.sha256 IN (
+                SELECT rb.sha256 FROM record_blobs rb JOIN zones z ON z.id = rb.zone_id WHERE z.owner_id = \(accountID)
+                UNION
+                SELECT p.sha256 FROM possessions p WHERE p.account_id = \(accountID)
+                    AND NOT EXISTS (SELECT 1 FROM record_blobs rb WHERE rb.sha256 = p.sha256))
+            """, as: Int64.self) ?? 0
+    }
+
+    /// Runs `change` in the caller's transaction and throws 507 (rolling it back) when it left the
+    /// account over its quota with more bytes than before. The account's row is locked first, so two
+    /// processes cannot each see room for one more upload.
+    static func withinQuota<T>(_ db: PostgresConnection, accountID: Int64, _ change: () async throws -> T) async throws -> T {
+        guard let row = try await db.rows("SELECT name, quota FROM accounts WHERE id = \(accountID) FOR UPDATE").first else {
+            return try await change()
+        }
+        let (name, quota) = try row.decode((String, Int64?).self)
+        guard let quota else { return try await change() }
+        let before = try await usage(db, accountID: accountID)
+        let result = try await change()
+        let after = try await usage(db, accountID: accountID)
+        if after > quota && after > before {
+            throw ServerError(507, "the storage quota of the account \(name) (\(quota) bytes) would be exceeded: "
+                + "it uses \(before) bytes and this needs \(after - before) more; the change was not kept "
+                + "(the server's administrator can raise it with `receipt server account-quota \(name) SIZE`)")
+        }
+        return result
+    }
+}

@@ -1,0 +1,89 @@
+import BlobStore
+import Foundation
+import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What `receipt server gc` removed (or, with `dryRun`, would remove).
+public struct ServerGCReport: Encodable, Sendable {
+    public struct Blob: Encodable, Sendable {
+        public let sha256: String
+        public let bytes: Int64
+    }
+    public var removedBlobs = 0
+    public var reclaimedBytes: Int64 = 0
+    public var removedInterim = 0
+    public var dryRun: Bool
+    public var blobs: [Blob] = []
+}
+
+/// The server's garbage collection, safe while the server runs (docs/DESIGN.md, "Server gc").
+///
+/// A blob is garbage when no record references it and no upload touched it within the grace. Plan,
+/// then execute: the plan is read without blocking anything; then, batch by batch, one write
+/// transaction checks each planned blob again, deletes its row (and the possessions of it), and
+/// unlinks its file before committing. An upload records its blobs (setting `touchedAt`) in a
+/// write transaction BEFORE it renames their files into place, and a push checks the row exists in
+/// its write transaction; SQLite lets one write transaction run at a time, so an upload either
+/// comes before the batch (the blob was touched: spared) or after it (its row and file come back
+/// whole), and a push either sees the blob referenced-to-be or finds it gone and asks for it again.
+extension ServerCatalog {
+    public static let defaultGCGraceSeconds: Int64 = 86_400
+    static let gcBatch = 500
+
+    public func collectGarbage(graceSeconds: Int64, dryRun: Bool) throws -> ServerGCReport {
+        // One gc at a time on a data folder (a second would only repeat the work).
+        let lockPath = FileSystem.join(dataPath, "gc.lock")
+        let lock = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lock >= 0, flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+            if lock >= 0 { Glibc.close(lock) }
+            throw ServerError(409, "another `receipt server gc` is running on \(dataPath)")
+        }
+        defer { Glibc.close(lock) }
+
+        let cutoff = Self.now() - graceSeconds * 1000
+        var report = ServerGCReport(dryRun: dryRun)
+        let planned = try pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT sha256, size FROM blobs b
+                WHERE touchedAt < ? AND NOT EXISTS (SELECT 1 FROM recordBlobs rb WHERE rb.sha256 = b.sha256)
+                ORDER BY sha256
+                """, arguments: [cutoff]).map { ($0["sha256"] as String, $0["size"] as Int64) }
+        }
+        if dryRun {
+            report.blobs = planned.map { ServerGCReport.Blob(sha256: $0.0, bytes: $0.1) }
+        } else {
+            var rest = planned[...]
+            while !rest.isEmpty {
+                let batch = rest.prefix(Self.gcBatch)
+                rest = rest.dropFirst(batch.count)
+                let removed = try pool.write { db in
+                    var removed: [ServerGCReport.Blob] = []
+                    for (hex, size) in batch {
+                        let still = try Bool.fetchOne(db, sql: """
+                            SELECT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = ?1 AND b.touchedAt < ?2
+                                AND NOT EXISTS (SELECT 1 FROM recordBlobs rb WHERE rb.sha256 = b.sha256))
+                            """, arguments: [hex, cutoff]) ?? false
+                        guard still, let id = BlobID(hex: hex) else { continue }
+                        try db.execute(sql: "DELETE FROM possessions WHERE sha256 = ?", arguments: [hex])
+                        try db.execute(sql: "DELETE FROM blobs WHERE sha256 = ?", arguments: [hex])
+                        // Inside the transaction: no upload can record this blob until the file is gone.
+                        try blobs.remove([id])
+                        removed.append(ServerGCReport.Blob(sha256: hex, bytes: size))
+                    }
+                    return removed
+                }
+                report.blobs += removed
+            }
+        }
+        report.removedBlobs = report.blobs.count
+        report.reclaimedBytes = report.blobs.reduce(0) { $0 + $1.bytes }
+        // Staging files no running upload owns, older than the grace (a server killed mid-upload).
+        for file in (try? blobs.interimFiles()) ?? [] where !file.owned && file.mtimeNanoseconds / 1_000_000 < cutoff {
+            if !dryRun { try? FileSystem.remove(file.path) }
+            report.removedInterim += 1
+        }
+        return report
+    }
+}

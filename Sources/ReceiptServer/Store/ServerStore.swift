@@ -1,0 +1,77 @@
+import BlobStore
+import ReceiptWire
+
+/// The server catalog's operations: accounts, tokens, zones, shares, records, change tokens and
+/// upload bookkeeping. Two implementations pass one conformance suite: `ServerCatalog` (embedded
+/// SQLite in the data folder, a household's default) and `PostgresServerStore` (a provider's
+/// PostgreSQL, shared by several server processes). Blobs are files under the data folder either way.
+public protocol ServerStore: AnyObject, Sendable {
+    /// The blob tree (`blobs/`, `interim/`) under the data folder.
+    var blobs: BlobStore { get }
+
+    // Accounts and tokens (the `receipt server account-*|token-*` commands).
+    func addAccount(_ name: String, quota: Int64?) async throws -> String
+    func addToken(account name: String, label: String) async throws -> String
+    func rotateToken(account name: String, label: String?) async throws -> String
+    func revokeToken(account name: String, label: String) async throws
+    func setQuota(account name: String, bytes: Int64?) async throws
+    func removeAccount(_ name: String, deleteZones: Bool) async throws -> ServerCatalog.RemovedAccount
+    func accounts() async throws -> [ServerCatalog.AccountSummary]
+    /// The account holding `token`, or nil; looked up on every request.
+    func authenticate(token: String) async throws -> Account?
+
+    // Zones and shares.
+    func zones(for caller: Account) async throws -> [WireZone]
+    func createZone(owner: String, name: String, caller: Account) async throws -> Bool
+    func deleteZone(owner: String, name: String, caller: Account) async throws
+    func shares(owner: String, name: String, caller: Account) async throws -> [WireShare]
+    func share(owner: String, name: String, with account: String, role: WireRole, caller: Account) async throws
+    func unshare(owner: String, name: String, with account: String, caller: Account) async throws
+
+    // Blobs, records and change tokens.
+    func want(_ blobs: [String], caller: Account) async throws -> [String]
+    func registerUploads(_ blobs: [(id: BlobID, size: Int64)], caller: Account) async throws
+    func readableBlobSizes(_ ids: [BlobID], caller: Account) async throws -> [Int64?]
+    func push(_ request: WirePushRequest, owner: String, name: String, caller: Account) async throws -> WirePushResponse
+    func changes(owner: String, name: String, since: String?, limit: Int, caller: Account) async throws -> WireChangesResponse
+
+    /// Releases the database (connections, file handles).
+    func close() async throws
+}
+
+extension ServerCatalog: ServerStore {}
+
+/// Where a server keeps its catalog: the embedded SQLite file in the data folder, or PostgreSQL.
+public enum ServerDatabase: Sendable, Equatable {
+    case embedded
+    case postgres(PostgresURL)
+
+    /// `nil` (no `--database`): embedded; otherwise a `postgres://` URL.
+    public init(_ text: String?) throws {
+        guard let text else { self = .embedded; return }
+        self = .postgres(try PostgresURL(text))
+    }
+
+    /// Opens the server's catalog: `dataPath` holds the blobs (and, embedded, `server.sqlite`).
+    public func open(dataPath: String) async throws -> any ServerStore {
+        switch self {
+        case .embedded: return try ServerCatalog(dataPath: dataPath)
+        case .postgres(let url): return try await PostgresServerStore.open(url, dataPath: dataPath)
+        }
+    }
+
+    /// The blob tree of a data folder whose catalog is elsewhere (created when absent).
+    static func prepareBlobs(_ dataPath: String) throws -> BlobStore {
+        do {
+            try FileSystem.makeDirectories(dataPath, mode: 0o700)
+            let store = BlobStore(root: dataPath)
+            try store.prepare()
+            return store
+        } catch let error as IOError {
+            throw ServerError(500, "the server data folder \(dataPath) cannot be prepared: \(error.description)")
+        }
+    }
+
+    /// Whether several server processes may share the data folder (they share the catalog through the database).
+    var isShared: Bool { self != .embedded }
+}
