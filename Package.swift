@@ -8,6 +8,10 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "receipt", targets: ["receipt"]),
+        // For the fuzz targets in Fuzz/ (a separate package); the ordinary build does not change.
+        .library(name: "BlobStore", targets: ["BlobStore"]),
+        .library(name: "ReceiptWire", targets: ["ReceiptWire"]),
+        .library(name: "ReceiptVault", targets: ["ReceiptVault"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -99,6 +103,10 @@ let package = Package(
             "ReceiptCommands", "ReceiptVault", "BlobStore", "TestSupport",
             .product(name: "ZIPFoundation", package: "ZIPFoundation"),
         ],
+                    swiftSettings: strict),
+        // Replays every input the fuzz targets in Fuzz/ ever crashed on (Fuzz/regressions/) through
+        // the same checks, without the fuzzer.
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["BlobStore", "ReceiptVault", "ReceiptWire"],
                     swiftSettings: strict),
         .testTarget(name: "ReceiptSyncTests", dependencies: [
             "ReceiptSync", "ReceiptServer", "ReceiptCommands", "TestSupport",

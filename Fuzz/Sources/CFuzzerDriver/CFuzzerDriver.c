@@ -1,0 +1,1 @@
+// Only a header: the function is in libFuzzer.
