@@ -44,7 +44,7 @@ let package = Package(
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ], swiftSettings: strict),
         .target(name: "ReceiptVault", dependencies: [
-            "BlobStore", "ReceiptCatalog", "CFileOps", "ReceiptText",
+            "BlobStore", "ReceiptCatalog", "CFileOps", "ReceiptText", "ReceiptWire",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "CSV", package: "CSV.swift"),

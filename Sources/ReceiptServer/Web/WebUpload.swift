@@ -30,7 +30,12 @@ extension WebRoutes {
             parser.onHeader = { receiver.header($0, $1) }
             parser.onBody = { receiver.body(&$0) }
             parser.onPartComplete = { receiver.partComplete() }
+            var total: Int64 = 0
             for try await buffer in request.body {
+                total += Int64(buffer.readableBytes)
+                guard total <= limits.maxWebUpload else {
+                    throw ServerError(413, "the upload is larger than the server's limit of \(limits.maxWebUpload) bytes")
+                }
                 do {
                     try parser.execute(buffer)
                 } catch {
