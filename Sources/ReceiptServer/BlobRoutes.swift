@@ -152,8 +152,7 @@ struct BlobRoutes {
     /// durably under their addresses (the server keeps original bytes, so each staging file is renamed
     /// into place). Recording first is what keeps the server's gc from deleting a blob being uploaded.
     func install(_ staged: [StagedBlob], caller: Account) async throws {
-        try await catalog.registerUploads(staged.map { ($0.id, $0.size) }, caller: caller)
-        _ = try catalog.blobs.install(staged)
+        try await catalog.installUploads(staged, caller: caller)
     }
 
     // MARK: Sending
