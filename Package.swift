@@ -111,6 +111,7 @@ let package = Package(
         .testTarget(name: "ReceiptSyncTests", dependencies: [
             "ReceiptSync", "ReceiptServer", "ReceiptCommands", "TestSupport",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "GRDB", package: "GRDB.swift"),
         ], swiftSettings: strict),
     ]
 )
