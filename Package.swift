@@ -54,7 +54,7 @@ let package = Package(
         // Text extraction through child processes (pdftotext, pdftoppm, tesseract); no GRDB.
         .target(name: "ReceiptText", swiftSettings: strict),
         .target(name: "ReceiptSync", dependencies: [
-            "BlobStore", "ReceiptCatalog", "ReceiptVault", "ReceiptWire",
+            "BlobStore", "ReceiptCatalog", "ReceiptVault", "ReceiptWire", "ReceiptText",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -131,9 +131,11 @@ public enum SyncServer {
         if limits.accessLog { router.add(middleware: AccessLogMiddleware()) }
         router.add(middleware: ErrorMiddleware())
         let limiter = limits.rate.map { RateLimiter(perSecond: $0.perSecond, burst: $0.burst) }
-        let v1 = router.group("v1").add(middleware: AuthMiddleware(catalog: catalog, limiter: limiter))
+        let v1 = router.group("v1").add(middleware: RevisionMiddleware())
+            .add(middleware: AuthMiddleware(catalog: catalog, limiter: limiter))
         ZoneRoutes(catalog: catalog, limits: limits).register(v1)
         BlobRoutes(catalog: catalog, limits: limits).register(v1)
+        TextRoutes(catalog: catalog, limits: limits).register(v1)
         // The web view runs over the embedded catalog only (not yet on PostgreSQL).
         if let embedded = catalog as? ServerCatalog {
             WebRoutes(catalog: embedded, limits: limits, web: web).register(router)

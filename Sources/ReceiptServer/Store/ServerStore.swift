@@ -36,6 +36,11 @@ public protocol ServerStore: AnyObject, Sendable {
     func push(_ request: WirePushRequest, owner: String, name: String, caller: Account) async throws -> WirePushResponse
     func changes(owner: String, name: String, since: String?, limit: Int, caller: Account) async throws -> WireChangesResponse
 
+    // Extracted text (docs/PROTOCOL.md, "Extracted text"); addresses and versions already validated.
+    func putText(_ sha256: String, version: String, _ text: WireText, caller: Account) async throws
+    func textWant(_ blobs: [String], version: String, caller: Account) async throws -> [String]
+    func texts(_ blobs: [String], version: String, caller: Account, byteLimit: Int) async throws -> WireTextFetchResponse
+
     /// Releases the database (connections, file handles).
     func close() async throws
 }
