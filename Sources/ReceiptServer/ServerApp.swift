@@ -120,7 +120,8 @@ public enum SyncServer {
         BlobRoutes(catalog: catalog, limits: limits).register(v1)
         // The web view runs over the embedded catalog only (not yet on PostgreSQL).
         if let embedded = catalog as? ServerCatalog {
-            WebRoutes(catalog: embedded, limits: limits, web: web).register(router)
+            WebRoutes(catalog: embedded, limits: limits, web: web,
+                      thumbnails: WebThumbnails(dataPath: embedded.blobs.root, store: embedded.blobs)).register(router)
         }
         return router
     }
