@@ -17,7 +17,7 @@ public struct WebOptions: Sendable {
 /// authorization (`ServerCatalog.requireZone`). Bearer tokens are never accepted here, nor
 /// sessions in the sync API.
 struct WebRoutes {
-    let catalog: ServerCatalog
+    let catalog: any WebStore
     let limits: ServerLimits
     let web: WebOptions
     let throttle = WebThrottle()
