@@ -136,9 +136,9 @@ public enum SyncServer {
         ZoneRoutes(catalog: catalog, limits: limits).register(v1)
         BlobRoutes(catalog: catalog, limits: limits).register(v1)
         TextRoutes(catalog: catalog, limits: limits).register(v1)
-        // The web view runs over the embedded catalog only (not yet on PostgreSQL).
-        if let embedded = catalog as? ServerCatalog {
-            WebRoutes(catalog: embedded, limits: limits, web: web).register(router)
+        if let store = catalog as? any WebStore {
+            WebRoutes(catalog: store, limits: limits, web: web,
+                      thumbnails: WebThumbnails(dataPath: store.blobs.root, store: store.blobs)).register(router)
         }
         return router
     }

@@ -143,6 +143,7 @@ public final class ServerCatalog: Sendable {
         }
         registerAccountMigrations(&m)
         registerWebMigrations(&m)
+        registerWebRowsMigration(&m)
         registerTextMigrations(&m)
         return m
     }
