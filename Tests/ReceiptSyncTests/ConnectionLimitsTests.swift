@@ -1,4 +1,5 @@
 import BlobStore
+import AsyncHTTPClient
 import Foundation
 import NIOCore
 import ReceiptServer
@@ -90,6 +91,52 @@ final class ConnectionLimitsTests: XCTestCase {
         let big = try await h.raw.call(.PUT, "/v1/blobs/\(String(repeating: "c", count: 64))", token: token,
                                        body: [UInt8](repeating: 7, count: (1 << 20) + 1), json: false)
         checkEqual(big.status, 413, big.text)
+    }
+
+    /// The web view's upload: a whole upload over `maxWebUpload` is 413 and nothing of it is kept.
+    func testAWebUploadOverItsLimitIs413() async throws {
+        var limits = Self.tight
+        limits.maxConnections = 512
+        limits.maxWebUpload = 100_000
+        let h = try await Household.start(["alice"], limits: limits)
+        defer { Task { await h.shutdown() } }
+        checkEqual(try await h.raw.call(.PUT, "/v1/zones/alice/z", token: h["alice"].token).status, 201)
+        let store = try await ServerDatabase(Household.database).open(dataPath: h.server.data)
+        try await store.setPassword(account: "alice", password: "correct horse")
+        try await store.close()
+        // Sign in (the session cookie, on the 303 itself), then read the CSRF token off the zone's page.
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+        defer { Task { try? await http.shutdown() } }
+        var signin = HTTPClientRequest(url: h.server.url + "/signin")
+        signin.method = .POST
+        signin.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        signin.body = .bytes(ByteBuffer(string: "account=alice&password=correct+horse"))
+        let signed = try await http.execute(signin, timeout: .seconds(60))
+        checkEqual(signed.status.code, 303)
+        let cookie = try XCTUnwrap(signed.headers["Set-Cookie"].first?.split(separator: ";").first.map(String.init))
+        var page = HTTPClientRequest(url: h.server.url + "/z/alice/z")
+        page.headers.add(name: "Cookie", value: cookie)
+        let html = String(buffer: try await http.execute(page, timeout: .seconds(60)).body.collect(upTo: 1 << 20))
+        let marker = #"name="csrf" value=""#
+        let csrf = try XCTUnwrap(html.range(of: marker).map { String(html[$0.upperBound...].prefix { $0 != "\"" }) }, html)
+        func upload(_ size: Int) async throws -> Int {
+            let boundary = "receipt-test-boundary"
+            var body = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n\(csrf)\r\n".utf8)
+            body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"files\"; filename=\"a.pdf\"\r\nContent-Type: application/pdf\r\n\r\n".utf8)
+            body += TestData.random(size, seed: UInt64(size)) + Array("\r\n--\(boundary)--\r\n".utf8)
+            var request = HTTPClientRequest(url: h.server.url + "/z/alice/z/upload")
+            request.method = .POST
+            request.headers.add(name: "Cookie", value: cookie)
+            request.headers.add(name: "Content-Type", value: "multipart/form-data; boundary=\(boundary)")
+            request.body = .bytes(ByteBuffer(bytes: body))
+            let response = try await http.execute(request, timeout: .seconds(60))
+            _ = try await response.body.collect(upTo: 1 << 20)
+            return Int(response.status.code)
+        }
+        checkEqual(try await upload(200_000), 413)
+        checkEqual(try await upload(50_000), 303, "an upload within the limit goes through")
+        let names = try FileManager.default.subpathsOfDirectory(atPath: h.server.data + "/blobs").filter { $0.count > 60 }
+        checkEqual(names.count, 1, "the refused upload left a blob: \(names)")
     }
 }
 
