@@ -59,8 +59,14 @@ extension SyncEngine {
                     : WireText(text: row["text"], failed: nil)
                 // A text over the server's limit stays with this vault (its members extract it themselves).
                 if (text.text?.utf8.count ?? 0) > WireText.maxBytes || text.validationError != nil { continue }
-                try await client.putText(sha256, version: version, text)
-                report.textsUploaded += 1
+                do {
+                    try await client.putText(sha256, version: version, text)
+                    report.textsUploaded += 1
+                } catch let error as SyncError where [400, 404, 413].contains(error.status ?? 0) {
+                    // This text only (refused, or its blob left the account's zones meanwhile): it stays
+                    // with this vault, and the sync goes on.
+                    continue
+                }
             }
             (mark, after) = (last.1, last.0)
             try vault.catalog.write { db in
