@@ -11,13 +11,18 @@ public struct CheckedBlobRow: Sendable {
     public let inline: Bool
 }
 
-/// What fsck's checker reads of the catalog, in one snapshot (docs/DESIGN.md, "fsck").
+/// What fsck's checker reads of the catalog, in one snapshot (docs/DESIGN.md, "fsck"). Nothing is
+/// held per row of the vault but the file-backed blobs: inline blobs are checked in a pass of their
+/// own (`forEachInlineBlob`), a blob's receipts are asked only for a blob with a problem
+/// (`receipts(of:)`), and each file is looked up as it is listed (a dictionary of every attachment
+/// and a set of every address took ~200 MB at a million receipts).
 public struct CatalogCheckSnapshot: Sendable {
+    /// Blobs kept in files.
     public var rows: [CheckedBlobRow] = []
+    /// Files of the blob tree no row records.
+    public var unrecorded: [BlobFile] = []
     /// Blob rows whose address or encoding is not valid, as stored.
     public var badRows: [(sha256: String, encoding: String)] = []
-    /// The receipts referring to each blob address, in attachment order.
-    public var refs: [String: [String]] = [:]
     /// Attachments whose blob row is absent: address → receipts.
     public var dangling: [String: [String]] = [:]
     /// Failing foreign keys, but attachment → blob (those are the `dangling` ones).
@@ -35,7 +40,8 @@ extension Catalog {
         try read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").filter { $0 != "ok" } }
     }
 
-    public func checkSnapshot() throws -> CatalogCheckSnapshot {
+    /// The snapshot, `files` (listed before it was taken) sorted into recorded and not.
+    public func checkSnapshot(files: [BlobFile]) throws -> CatalogCheckSnapshot {
         try read { db in
             var s = CatalogCheckSnapshot()
             let rows = try Row.fetchCursor(db, sql: "SELECT sha256, size, storedSize, encoding, inline IS NOT NULL FROM blobs")
@@ -46,10 +52,14 @@ extension Catalog {
                     s.badRows.append((sha, encodingText))
                     continue
                 }
-                s.rows.append(CheckedBlobRow(id: id, size: row[1], storedSize: row[2], encoding: encoding, inline: row[4]))
+                let inline: Bool = row[4]
+                if !inline { s.rows.append(CheckedBlobRow(id: id, size: row[1], storedSize: row[2], encoding: encoding, inline: false)) }
             }
-            let refs = try Row.fetchCursor(db, sql: "SELECT sha256, receiptID FROM attachments ORDER BY sha256, position, receiptID")
-            while let row = try refs.next() { s.refs[row[0], default: []].append(row[1]) }
+            let recorded = try db.makeStatement(sql: "SELECT 1 FROM blobs WHERE sha256 = ?")
+            for file in files {
+                guard let id = file.id, try Bool.fetchOne(recorded, arguments: [id.hex]) == nil else { continue }
+                s.unrecorded.append(file)
+            }
             let dangling = try Row.fetchCursor(db, sql: """
                 SELECT a.sha256, a.receiptID FROM attachments a
                 WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = a.sha256) ORDER BY a.sha256, a.receiptID
@@ -69,6 +79,14 @@ extension Catalog {
             }
             return s
         }
+    }
+
+    /// The receipts that refer to a blob, in attachment order (asked only for a blob with a problem).
+    public func receipts(of sha256: String) -> [String] {
+        (try? read { db in
+            try String.fetchAll(db.cachedStatement(sql: "SELECT receiptID FROM attachments WHERE sha256 = ? ORDER BY position, receiptID"),
+                                arguments: [sha256])
+        }) ?? []
     }
 
     /// Each inline blob's address, recorded size and bytes, one at a time (one read transaction).

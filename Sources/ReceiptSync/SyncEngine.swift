@@ -25,7 +25,18 @@ struct ZoneRef: Sendable, Equatable {
     var local: String
     var owner: String
     var remote: String
-    var role: String
+    var role: ZoneRole
+}
+
+extension ZoneRole {
+    /// The catalog's role of a zone the server gives this role (the two enums share their values).
+    init(_ wire: WireRole) {
+        switch wire {
+        case .owner: self = .owner
+        case .read: self = .read
+        case .write: self = .write
+        }
+    }
 }
 
 /// The client sync engine: push the outbox, then pull every visible zone (docs/PROTOCOL.md).
@@ -151,11 +162,11 @@ public final class SyncEngine {
                     let name = "\(s.owner)/\(s.name)"
                     if var z = try Zone.fetchOne(db, key: name) {
                         z.owner = s.owner
-                        z.role = s.role.rawValue
+                        z.role = ZoneRole(s.role)
                         z.shared = true
                         try z.update(db)
                     } else {
-                        try Zone(name: name, owner: s.owner, role: s.role.rawValue, shared: true, createdAt: nowMillis()).insert(db)
+                        try Zone(name: name, owner: s.owner, role: ZoneRole(s.role), shared: true, createdAt: nowMillis()).insert(db)
                     }
                 }
             }
@@ -167,7 +178,7 @@ public final class SyncEngine {
             }
         }
         return serverZones.map { s in
-            ZoneRef(local: s.owner == me ? s.name : "\(s.owner)/\(s.name)", owner: s.owner, remote: s.name, role: s.role.rawValue)
+            ZoneRef(local: s.owner == me ? s.name : "\(s.owner)/\(s.name)", owner: s.owner, remote: s.name, role: ZoneRole(s.role))
         }.sorted { $0.local < $1.local }
     }
 
@@ -422,7 +433,7 @@ public final class SyncEngine {
     func forget(_ zone: ZoneRef) throws {
         try vault.catalog.transaction { w in
             let db = w.db
-            if zone.role == WireRole.owner.rawValue {
+            if zone.role == .owner {
                 try db.execute(sql: "DELETE FROM syncState WHERE zone = ?", arguments: [zone.local])
                 try w.requeue(zone: zone.local)
             } else {
@@ -432,7 +443,7 @@ public final class SyncEngine {
             }
             try db.execute(sql: "UPDATE zones SET changeToken = NULL WHERE name = ?", arguments: [zone.local])
         }
-        if zone.role == WireRole.owner.rawValue { requeued.append(zone) }
+        if zone.role == .owner { requeued.append(zone) }
     }
 
     func applyPulled(_ db: Database, zone: ZoneRef, record: WireRecord) throws {

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import ReceiptCatalog
 @testable import ReceiptVault
 
 /// The small pieces the import and export paths are built from, on their edges.
@@ -60,20 +61,20 @@ final class HelperTests: XCTestCase {
     /// anything else is refused (Foundation's `sscanf`-based reader let a short last group through).
     func testReceiptIdsAreCanonicalUUIDsAndPrintInLowerCase() {
         for text in ["1F2E3D4C-5B6A-4789-9ABC-DEF012345678", "1f2e3d4c-5b6a-4789-9abc-def012345678"] {
-            XCTAssertEqual(ManifestReceipt.uuid(text), UUID(uuidString: text), text)
-            XCTAssertNotNil(ManifestReceipt.uuid(text))
+            XCTAssertEqual(ReceiptID.parse(text), UUID(uuidString: text), text)
+            XCTAssertNotNil(ReceiptID.parse(text))
         }
         for text in ["1f2e3d4c5b6a47899abcdef012345678", "1f2e3d4c-5b6a-4789-9abc-def01234567",
                      "1f2e3d4c-5b6a-4789-9abc-def0123456789", "1f2e3d4c-5b6a-4789-9abc_def012345678",
                      "1g2e3d4c-5b6a-4789-9abc-def012345678", " 1f2e3d4c-5b6a-4789-9abc-def01234567",
                      "1f2e3d4c-5b6a-4789-9abc-def01234567é", "1f2e3d4c-5b6a-4789-9abc- ef012345678",
                      "1f2e3d4c-5b6a-4789-9abc-+ef012345678", "", "-", "------------------------------------"] {
-            XCTAssertNil(ManifestReceipt.uuid(text), text)
+            XCTAssertNil(ReceiptID.parse(text), text)
         }
         for _ in 0..<200 {
             let uuid = UUID()
-            XCTAssertEqual(ManifestReceipt.uuid(uuid.uuidString), uuid)
-            XCTAssertEqual(ManifestReceipt.text(uuid), uuid.uuidString.lowercased())
+            XCTAssertEqual(ReceiptID.parse(uuid.uuidString), uuid)
+            XCTAssertEqual(ReceiptID.text(uuid), uuid.uuidString.lowercased())
         }
     }
 }

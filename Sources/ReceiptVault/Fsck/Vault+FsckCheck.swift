@@ -10,8 +10,9 @@ extension Vault {
         // Files before the catalog: an import installs before it commits, so a file listed here has
         // its row in the snapshot below or committed later (which the re-check at the end catches).
         let files = try blobs.enumerate()
-        let snap = try catalog.checkSnapshot()
-        func receipts(_ id: String) -> [String] { snap.refs[id] ?? [] }
+        let snap = try catalog.checkSnapshot(files: files)
+        let catalog = self.catalog
+        @Sendable func receipts(_ id: String) -> [String] { catalog.receipts(of: id) }
 
         for (sha, encoding) in snap.badRows {
             sink.emit(FsckProblem(.catalog, sha256: sha, receipts: receipts(sha),
@@ -35,21 +36,20 @@ extension Vault {
         }
 
         // External blobs and files no row records, verified two (or `workers`) at a time.
-        let known = Set(snap.rows.map(\.id))
         var items: [VerifyItem] = []
-        for row in snap.rows where !row.inline {
+        for row in snap.rows {
             items.append(VerifyItem(id: row.id, path: blobs.path(for: row.id), recorded: row.encoding,
                                     size: row.size, storedSize: row.storedSize))
         }
-        for file in files {
-            guard let id = file.id, !known.contains(id) else { continue }
+        for file in snap.unrecorded {
+            guard let id = file.id else { continue }
             items.append(VerifyItem(id: id, path: file.path, recorded: nil, size: file.storedSize, storedSize: file.storedSize))
         }
         items.sort { $0.storedSize > $1.storedSize }  // largest first: the workers finish together
-        // A row's problem is reported the moment its file is verified.
-        let refsByBlob = snap.refs
+        // A row's problem is reported the moment its file is verified (its receipts asked then).
         let outcomes = await Self.verifyAll(items, store: blobs, quick: options.quick, workers: options.workers, sink: sink) { item, outcome in
-            guard item.recorded != nil, let problem = Self.rowProblem(item, outcome, refs: refsByBlob[item.id.hex] ?? []) else { return }
+            guard item.recorded != nil, Self.rowProblem(item, outcome, refs: []) != nil,
+                  let problem = Self.rowProblem(item, outcome, refs: receipts(item.id.hex)) else { return }
             sink.emit(problem)
         }
 
