@@ -1,6 +1,7 @@
 import BlobStore
 import CSV
 import Foundation
+import MediaTypes
 import ReceiptCatalog
 import ZIPFoundation
 #if canImport(Glibc)
@@ -359,24 +360,7 @@ extension Vault {
     }
 
     static func safeExtension(_ filename: String, mediaType: String) -> String {
-        if let ext = extensionOf(filename) { return ext }
-        switch mediaType {
-        case "application/pdf": return "pdf"
-        case "image/jpeg": return "jpg"
-        case "image/png": return "png"
-        case "image/heic": return "heic"
-        case "image/tiff": return "tiff"
-        case "image/gif": return "gif"
-        case "image/webp": return "webp"
-        case "text/plain": return "txt"
-        case "text/csv": return "csv"
-        case "application/json": return "json"
-        case "text/html": return "html"
-        case "application/xml": return "xml"
-        case "message/rfc822": return "eml"
-        case "application/zip": return "zip"
-        default: return "bin"
-        }
+        extensionOf(filename) ?? MediaType.fileExtension(for: mediaType) ?? "bin"
     }
 
     /// `manifest.csv`: one row per exported attachment (paths relative to the export), and one row

@@ -1,5 +1,6 @@
 import BlobStore
 import Foundation
+import MediaTypes
 import ReceiptCatalog
 
 extension Vault {
@@ -178,19 +179,7 @@ extension Vault {
     }
 
     static func fileExtension(_ mediaType: String) -> String {
-        switch mediaType {
-        case "application/pdf": return ".pdf"
-        case "image/jpeg": return ".jpg"
-        case "image/png": return ".png"
-        case "image/tiff": return ".tiff"
-        case "image/heic": return ".heic"
-        case "image/gif": return ".gif"
-        case "image/webp": return ".webp"
-        case "text/plain": return ".txt"
-        case "text/csv": return ".csv"
-        case "application/json": return ".json"
-        default: return ""
-        }
+        MediaType.fileExtension(for: mediaType).map { "." + $0 } ?? ""
     }
 
     struct EnoughBytes: Error {}

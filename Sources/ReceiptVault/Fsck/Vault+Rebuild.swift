@@ -1,6 +1,7 @@
 import BlobStore
 import Foundation
 import GRDB
+import MediaTypes
 import ReceiptCatalog
 
 extension Vault {

@@ -1,6 +1,7 @@
 import BlobStore
 import Foundation
 import GRDB
+import MediaTypes
 import ReceiptCatalog
 
 /// Preparing each kind of `IngestSource` (on the workers of `Vault.ingest`).

@@ -1,7 +1,7 @@
 import BlobStore
-import CFileOps
 import Foundation
 import GRDB
+import MediaTypes
 import ReceiptCatalog
 #if canImport(Glibc)
 import Glibc
@@ -33,10 +33,6 @@ extension Vault {
                                        progress: ((ManifestProgress) -> Void)? = nil,
                                        each: (ImportedFile) throws -> Void) throws -> ManifestSummary {
         if let defaultZone { _ = try Validate.zoneName(defaultZone) }
-        // The import's short-lived threads (parsing, hashing, reading) would each take a malloc arena of
-        // their own, up to eight per core, and every arena keeps what was freed in it: one per core
-        // holds the peak RSS of a 100,000-row manifest ~8 MB lower (see "Memory" in docs/DESIGN.md).
-        cfileops_limit_malloc_arenas(Int32(max(2, Parallel.cores)))
         let manifestPath = absolute(manifestPath)
         // Shared from the first check: pass 1 decides which blobs the vault holds already, and a gc
         // between the passes could otherwise take one of them (an orphan) before its row commits.
