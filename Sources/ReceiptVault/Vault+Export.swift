@@ -241,7 +241,7 @@ extension Vault {
                             let r = pread(fd.raw, buffer.baseAddress! + done, size - done, off_t(position) + off_t(done))
                             if r < 0 {
                                 if errno == EINTR { continue }
-                                throw IOError("reading", path: copy, errno: errno)
+                                throw PathError("reading", path: copy, errno: errno)
                             }
                             if r == 0 { break }
                             done += r
@@ -268,7 +268,7 @@ extension Vault {
         if Glibc.link(partial, destination) != 0 {
             let code = errno
             if code == EEXIST { throw VaultError.bad("cannot export to \(destination): the file already exists (nothing was written)") }
-            throw IOError("creating", path: destination, errno: code)
+            throw PathError("creating", path: destination, errno: code)
         }
         try FileSystem.remove(partial)
         try FileSystem.syncDirectory(folder)
@@ -280,7 +280,7 @@ extension Vault {
         do {
             try archive.addEntry(with: name, type: .file, uncompressedSize: size, permissions: 0o644,
                                  compressionMethod: compress ? .deflate : .none, provider: provider)
-        } catch let error as IOError {
+        } catch let error as PathError {
             throw error
         } catch {
             throw VaultError(.io, "cannot write \(name) into the zip file \(destination): \(error)")

@@ -454,10 +454,10 @@ final class FsckTests: XCTestCase {
 
     static func overwrite(_ path: String, at offset: Int, with bytes: [UInt8]) throws {
         let fd = open(path, O_WRONLY)
-        guard fd >= 0 else { throw IOError("opening", path: path, errno: errno) }
+        guard fd >= 0 else { throw PathError("opening", path: path, errno: errno) }
         defer { close(fd) }
         let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, bytes.count, off_t(offset)) }
-        guard n == bytes.count else { throw IOError("writing", path: path, errno: errno) }
+        guard n == bytes.count else { throw PathError("writing", path: path, errno: errno) }
     }
 
     /// Moves the catalog's WAL into its main file (as a clean shutdown does).

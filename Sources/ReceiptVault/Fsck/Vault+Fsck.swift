@@ -16,7 +16,7 @@ extension Vault {
         let lock: VaultLock?
         do {
             lock = try VaultLock(vaultPath: path, mode: options.repair ? .exclusive : .shared)
-        } catch let error as IOError where error.errno == EROFS && !options.repair {
+        } catch let error as PathError where error.errno == EROFS && !options.repair {
             lock = nil  // a read-only file system: nothing can change under the check, no lock needed
         } catch {
             throw VaultError.wrap(error)

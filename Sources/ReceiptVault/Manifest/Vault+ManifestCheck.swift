@@ -353,16 +353,16 @@ extension Vault {
         var fd: FileDescriptor
         do {
             fd = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW)
-        } catch let error as IOError where error.errno == ELOOP {
+        } catch let error as PathError where error.errno == ELOOP {
             guard let target = Self.realPath(path) else { throw VaultError.bad("no such file: \(shown)") }
             guard target.hasPrefix(job.realFolder == "/" ? "/" : job.realFolder + "/") else {
                 throw VaultError.bad("path \(shown) leads outside the manifest's folder (through a symbolic link)")
             }
             path = target
             fd = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW)
-        } catch let error as IOError where error.isNotFound {
+        } catch let error as PathError where error.isNotFound {
             throw VaultError.bad("no such file: \(shown)")
-        } catch let error as IOError where error.errno == ENXIO {
+        } catch let error as PathError where error.errno == ENXIO {
             throw VaultError.bad("\(shown) is not a regular file (a FIFO, socket or device)")
         }
         defer { fd.close() }
@@ -424,7 +424,7 @@ extension Vault {
     static func message(_ error: Error) -> String {
         switch VaultError.wrap(error) {
         case let e as VaultError: return e.message
-        case let e as IOError: return e.message
+        case let e as PathError: return e.message
         case let e as BlobError: return e.description
         case let e: return String(describing: e)
         }
