@@ -130,12 +130,20 @@ extension PostgresServerStore {
                 let (id, tag, payload) = try row.decode((String, String, String).self)
                 return WebReceiptRow(id: id, changeTag: tag, receipt: try decoder.decode(WireReceipt.self, from: Data(payload.utf8)))
             }
+            // Summed exactly as NUMERIC per currency; a total that is no plain number (rare) is
+            // grouped by its text and read as the embedded catalog reads it.
             var totals = WebTotals()
             for row in try await db.rows(PostgresQuery(unsafeSQL: """
-                SELECT w.total, w.currency, count(*) FROM web_rows w WHERE \(whereSQL) GROUP BY w.currency, w.total
+                SELECT w.currency, CASE WHEN w.amount IS NULL THEN w.total END, sum(w.amount)::text, count(w.amount), count(*)
+                FROM web_rows w WHERE \(whereSQL) GROUP BY 1, 2
                 """, binds: binds)) {
-                let (total, currency, count) = try row.decode((String?, String?, Int64).self)
-                totals.add(total: total, currency: currency, count: Int(count))
+                let (currency, other, sum, summed, count) = try row.decode((String?, String?, String?, Int64, Int64).self)
+                if let sum {
+                    totals.add(sum: sum, currency: currency, count: Int(summed))
+                    totals.add(total: nil, currency: currency, count: Int(count - summed))
+                } else {
+                    totals.add(total: other, currency: currency, count: Int(count))
+                }
             }
             return WebZonePage(zone: zone, receipts: receipts, matching: totals.matching, totals: totals.totals)
         }

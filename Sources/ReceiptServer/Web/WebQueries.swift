@@ -44,6 +44,15 @@ struct WebTotals {
         sums[key] = (sum.0 + amount * Decimal(count), sum.1 + count)
     }
 
+    /// A sum the database made exactly (PostgreSQL's NUMERIC) of `count` receipts.
+    mutating func add(sum: String, currency: String?, count: Int) {
+        matching += count
+        guard let amount = Decimal(string: sum, locale: Locale(identifier: "en_US_POSIX")) else { return }
+        let key = currency ?? "(none)"
+        let previous = sums[key] ?? (0, 0)
+        sums[key] = (previous.0 + amount, previous.1 + count)
+    }
+
     var totals: [(currency: String, total: Decimal, count: Int)] {
         sums.sorted { $0.key < $1.key }.map { (currency: $0.key, total: $0.value.0, count: $0.value.1) }
     }
