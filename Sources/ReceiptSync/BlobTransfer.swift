@@ -89,7 +89,7 @@ struct BlobTransfer {
                 try FileSystem.makeDirectories(vault.blobs.interimPath, mode: 0o700)
                 let temp = vault.blobs.interimPath + "/upload-" + SecureRandom.hex(12) + ".interim"
                 do {
-                    try vault.copyBlob(BlobRecord(sha256: hex, size: size, storedSize: size, encoding: row["encoding"],
+                    try vault.copyBlob(BlobRecord(sha256: id, size: size, storedSize: size, encoding: .xz,
                                                   inline: nil, createdAt: 0), to: temp)
                 } catch let error as BlobError {
                     try? FileSystem.remove(temp)

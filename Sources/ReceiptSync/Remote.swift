@@ -148,6 +148,7 @@ public struct RemoteConfig: Sendable, Equatable {
             if insecureHTTP { try db.execute(sql: "INSERT INTO settings(key, value) VALUES (?, '1')", arguments: [insecureKey]) }
             if (oldURL != nil || oldAccount != nil) && (oldURL != normalized || oldAccount != account) {
                 try db.execute(sql: "DELETE FROM syncState")
+                try db.execute(sql: "DELETE FROM settings WHERE key = ?", arguments: [SyncEngine.textOfferedKey])
                 try db.execute(sql: "UPDATE zones SET changeToken = NULL")
                 try CatalogWriter(db).requeueOwnZones()
             }

@@ -108,40 +108,43 @@ extension Vault {
         struct Candidate { let sha256: String; let storedSize: Int64; let inline: Bool; let createdAt: Millis }
         // Roots: attachments of every receipt. A receipt with pending outbox changes is covered by its
         // attachments; a deleted receipt's push needs no bytes (docs/DESIGN.md, "gc").
-        let (candidates, known, birth) = try catalog.read { db -> ([Candidate], Set<String>, Millis?) in
-            let rows = try Row.fetchAll(db, sql: """
+        // Streamed: the candidates are the unreferenced rows only, and each blob file is looked up in
+        // the catalog as it is listed, so memory does not grow with the vault (a set of every row's
+        // address took ~100 MB at a million blobs).
+        try catalog.read { db in
+            let candidates = try Row.fetchCursor(db, sql: """
                 SELECT sha256, storedSize, inline IS NOT NULL, createdAt FROM blobs b
                 WHERE NOT EXISTS (SELECT 1 FROM attachments a WHERE a.sha256 = b.sha256)
                 ORDER BY sha256
                 """)
-            let candidates = rows.map { Candidate(sha256: $0[0], storedSize: $0[1], inline: $0[2], createdAt: $0[3]) }
-            let known = Set(try String.fetchAll(db, sql: "SELECT sha256 FROM blobs"))
-            let birth = try Millis.fetchOne(db, sql: "SELECT min(createdAt) FROM zones WHERE owner IS NULL")
-            return (candidates, known, birth)
-        }
-        for c in candidates {
-            if c.inline {
-                if c.createdAt * 1_000_000 < cutoff {
-                    plan.blobs.append(.init(sha256: c.sha256, bytes: c.storedSize, inline: true, hasRow: true))
+            while let row = try candidates.next() {
+                let c = Candidate(sha256: row[0], storedSize: row[1], inline: row[2], createdAt: row[3])
+                if c.inline {
+                    if c.createdAt * 1_000_000 < cutoff {
+                        plan.blobs.append(.init(sha256: c.sha256, bytes: c.storedSize, inline: true, hasRow: true))
+                    }
+                    continue
                 }
-                continue
+                guard let id = BlobID(hex: c.sha256) else { continue }
+                if let st = try FileSystem.status(blobs.path(for: id)) {
+                    // A dedup hit refreshes the mtime: the file's age, not the row's, is what counts.
+                    guard st.isRegular, st.mtimeNanoseconds < cutoff else { continue }
+                    plan.blobs.append(.init(sha256: c.sha256, bytes: st.size, inline: false, hasRow: true))
+                } else if c.createdAt * 1_000_000 < cutoff {
+                    plan.blobs.append(.init(sha256: c.sha256, bytes: 0, inline: false, hasRow: true))
+                }
             }
-            guard let id = BlobID(hex: c.sha256) else { continue }
-            if let st = try FileSystem.status(blobs.path(for: id)) {
-                // A dedup hit refreshes the mtime: the file's age, not the row's, is what counts.
-                guard st.isRegular, st.mtimeNanoseconds < cutoff else { continue }
-                plan.blobs.append(.init(sha256: c.sha256, bytes: st.size, inline: false, hasRow: true))
-            } else if c.createdAt * 1_000_000 < cutoff {
-                plan.blobs.append(.init(sha256: c.sha256, bytes: 0, inline: false, hasRow: true))
-            }
-        }
-        let birthNanoseconds = (birth ?? 0) * 1_000_000
-        for file in try blobs.enumerate() {
-            guard let id = file.id, !known.contains(id.hex), file.mtimeNanoseconds < cutoff else { continue }
-            if file.mtimeNanoseconds < birthNanoseconds {
-                plan.keptOlderThanCatalog.append(id.hex)
-            } else {
-                plan.blobs.append(.init(sha256: id.hex, bytes: file.storedSize, inline: false, hasRow: false))
+            let birth = try Millis.fetchOne(db, sql: "SELECT min(createdAt) FROM zones WHERE owner IS NULL")
+            let birthNanoseconds = (birth ?? 0) * 1_000_000
+            let recorded = try db.makeStatement(sql: "SELECT 1 FROM blobs WHERE sha256 = ?")
+            try blobs.forEachFile { file in
+                guard let id = file.id, file.mtimeNanoseconds < cutoff,
+                      try Bool.fetchOne(recorded, arguments: [id.hex]) == nil else { return }
+                if file.mtimeNanoseconds < birthNanoseconds {
+                    plan.keptOlderThanCatalog.append(id.hex)
+                } else {
+                    plan.blobs.append(.init(sha256: id.hex, bytes: file.storedSize, inline: false, hasRow: false))
+                }
             }
         }
         for staged in try blobs.interimFiles() where !staged.owned && staged.mtimeNanoseconds < cutoff {

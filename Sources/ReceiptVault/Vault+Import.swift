@@ -120,7 +120,7 @@ extension Vault {
                                         deduplicated: true, existing: true))
                 continue
             }
-            var receipt = Receipt(id: UUID().uuidString.lowercased(), zone: zone, createdAt: w.now, modifiedAt: w.now)
+            var receipt = Receipt(id: ReceiptID.generateText(), zone: zone, createdAt: w.now, modifiedAt: w.now)
             metadata.apply(to: &receipt)
             try receipt.insert(w.db)
             _ = try w.insertAttachment(receiptID: receipt.id, blob: blob.id, filename: input.name, mediaType: blob.mediaType,

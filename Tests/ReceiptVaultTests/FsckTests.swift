@@ -102,7 +102,7 @@ final class FsckTests: XCTestCase {
         let report = try vault.importFiles([text, random])
         let xz = try XCTUnwrap(report.imported.first { $0.path == text })
         let plain = try XCTUnwrap(report.imported.first { $0.path == random })
-        XCTAssertEqual(try vault.blobRecord(xz.sha256).encoding, "xz")
+        XCTAssertEqual(try vault.blobRecord(xz.sha256).encoding, .xz)
         let initial = try await Integrity.fsck(vault.path)
         XCTAssertEqual(initial.problems, [])
 
@@ -135,7 +135,7 @@ final class FsckTests: XCTestCase {
         XCTAssertEqual(found.problems.first?.receipt, item.id)
         let repaired = try await Integrity.fsck(vault.path, repair: true)
         XCTAssertTrue(repaired.ok)
-        XCTAssertEqual(try vault.blobRecord(item.sha256).encoding, "identity")
+        XCTAssertEqual(try vault.blobRecord(item.sha256).encoding, .identity)
         XCTAssertEqual(try vault.blobRecord(item.sha256).storedSize, item.size)
         let clean = try await Integrity.fsck(vault.path)
         XCTAssertEqual(clean.problems, [])
@@ -191,7 +191,7 @@ final class FsckTests: XCTestCase {
         try dir.write("vault/interim/left.interim", [1, 2, 3])
         try dir.write("vault/blobs/zz/stray", "stray")
         try vault.catalog.write { db in  // a row for bytes that are gone, that nothing refers to
-            try BlobRecord(sha256: String(repeating: "ab", count: 32), size: 10, storedSize: 10, encoding: "identity",
+            try BlobRecord(sha256: BlobID(hex: String(repeating: "ab", count: 32))!, size: 10, storedSize: 10, encoding: .identity,
                            inline: nil, createdAt: nowMillis()).insert(db)
         }
 

@@ -61,7 +61,7 @@ final class VaultTests: XCTestCase {
         XCTAssertEqual(report.imported.count, 1)
         let record = try vault.blobRecord(id.hex)
         XCTAssertNil(record.inline)
-        XCTAssertEqual(try vault.blobs.verify(id, encoding: BlobEncoding(rawValue: record.encoding) ?? .identity), 10_000)
+        XCTAssertEqual(try vault.blobs.verify(id, encoding: record.encoding), 10_000)
         XCTAssertEqual(try FileSystem.contents(of: vault.blobs.interimPath), [], "no staging file left")
     }
 
@@ -278,7 +278,7 @@ final class VaultTests: XCTestCase {
         try folder.write("in/m.csv", "path\na.bin\n")
         _ = try vault.importManifest(folder.file("in/m.csv"))
         let cached = try vault.catalog.read { try ImportCacheEntry.fetchOne($0, key: Vault.realPath(path)) }
-        XCTAssertEqual(cached?.sha256, TestData.sha256(TestData.random(100_000, seed: 4)))
+        XCTAssertEqual(cached?.sha256.hex, TestData.sha256(TestData.random(100_000, seed: 4)))
         // A second import of the unchanged file takes its address from the cache: no new rows, no change.
         let again = try vault.importManifest(folder.file("in/m.csv"))
         XCTAssertEqual(again.imported.map(\.existing), [true])

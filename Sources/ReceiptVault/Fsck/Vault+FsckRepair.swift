@@ -62,7 +62,7 @@ extension Vault {
                               note: "recovered by `receipt fsck --repair`: blob \(id.hex) was in the vault without a catalog record",
                               createdAt: now, modifiedAt: now)
         try receipt.insert(db)
-        try Attachment(receiptID: receipt.id, sha256: id.hex, filename: "recovered-\(id.hex.prefix(12))" + fileExtension(mediaType),
+        try Attachment(receiptID: receipt.id, sha256: id, filename: "recovered-\(id.hex.prefix(12))" + fileExtension(mediaType),
                        mediaType: mediaType, position: 0).insert(db)
         try w.recordChange(receipt.id, zone: Zone.recovered, .upsert)
         return receipt.id

@@ -65,8 +65,8 @@ extension Vault {
             guard let entry = try ImportCacheEntry.fetchOne(db, key: input.path),
                   entry.device == Int64(bitPattern: st.device), entry.inode == Int64(bitPattern: st.inode),
                   entry.size == st.size, entry.mtimeNs == st.mtimeNanoseconds,
-                  let id = BlobID(hex: entry.sha256),
                   let blob = try BlobRecord.fetchOne(db, key: entry.sha256) else { return nil }
+            let id = entry.sha256
             if blob.isInline || blobs.contains(id) { return id }
             return nil
         }

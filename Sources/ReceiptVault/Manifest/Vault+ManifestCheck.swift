@@ -204,8 +204,8 @@ extension Vault {
                     var givenID: String?
                     var givenUUID: UUID?
                     if let raw = ManifestMetadata.trimmed(row[.id]), !raw.isEmpty {
-                        if let uuid = ManifestReceipt.uuid(raw) {
-                            givenID = ManifestReceipt.text(uuid)
+                        if let uuid = ReceiptID.parse(raw) {
+                            givenID = ReceiptID.text(uuid)
                             givenUUID = uuid
                         } else {
                             bad("invalid id '\(raw)': expected a receipt UUID such as 1f2e3d4c-5b6a-4789-9abc-def012345678")
@@ -255,7 +255,7 @@ extension Vault {
                             plan.receipts[existing] = receipt
                             index = existing
                         } else {
-                            var receipt = ManifestReceipt(uuid: givenUUID ?? Self.newReceiptUUID(), given: givenID != nil,
+                            var receipt = ManifestReceipt(uuid: givenUUID ?? ReceiptID.generate(), given: givenID != nil,
                                                           firstLine: row.line, zone: zone ?? Zone.personal,
                                                           zoneExplicit: zone != nil, metadata: metadata, exists: false)
                             if let givenID, let storedZone = try Catalog.text(db, "SELECT zone FROM receipts WHERE id = ?", givenID) {
@@ -276,8 +276,8 @@ extension Vault {
                         let zoneName = plan.receipts.zone(index)
                         if zoneState[zoneName] == nil {
                             if let stored = try Zone.fetchOne(db, key: zoneName) {
-                                zoneState[zoneName] = stored.role != "read"
-                                if stored.role == "read" {
+                                zoneState[zoneName] = stored.role.canWrite
+                                if !stored.role.canWrite {
                                     bad("zone '\(zoneName)' is shared with this account read-only: its receipts cannot be changed")
                                 }
                             } else if zoneName.utf8.contains(UInt8(ascii: "/")) || zoneName.hasPrefix("-") {
@@ -396,15 +396,6 @@ extension Vault {
     }
 
     // MARK: - Helpers
-
-    /// A random (version 4) UUID from OpenSSL's generator: Foundation's `UUID()` opens /dev/urandom for
-    /// each one, which a 100,000-row manifest notices.
-    static func newReceiptUUID() -> UUID {
-        var b = SecureRandom.bytes(16)
-        b[6] = (b[6] & 0x0F) | 0x40
-        b[8] = (b[8] & 0x3F) | 0x80
-        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
-    }
 
     static func realPath(_ path: String) -> String? {
         guard let resolved = Glibc.realpath(path, nil) else { return nil }
