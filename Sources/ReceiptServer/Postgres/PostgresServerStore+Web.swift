@@ -97,7 +97,7 @@ extension PostgresServerStore {
             let zone = try await Self.requireZone(db, owner: owner, name: name, caller: caller)
             var binds = PostgresBindings()
             var clauses: [String] = []
-            // Each clause has at most one `?`, numbered here after the binds before it.
+            // Every `?` of a clause stands for its one value, numbered after the binds before it.
             func add(_ sql: String, _ value: String? = nil) {
                 guard let value else { return clauses.append(sql) }
                 binds.append(value)
@@ -112,8 +112,13 @@ extension PostgresServerStore {
             if let status = filter.status {
                 status == "none" ? add("w.status IS NULL") : add("w.status = ?", status)
             }
-            // Extracted text is kept in the embedded catalog only so far (ServerCatalog.blobTextTable).
-            for word in filter.words { add("strpos(w.words, lower(?)) > 0", word) }
+            // Each word in the metadata or in the text extracted from one of the receipt's blobs.
+            for word in filter.words {
+                add("""
+                    (strpos(w.words, lower(?)) > 0 OR EXISTS (SELECT 1 FROM record_blobs rb JOIN blob_texts t ON t.sha256 = rb.sha256
+                     WHERE rb.zone_id = w.zone_id AND rb.record_id = w.id AND strpos(lower(t.text), lower(?)) > 0))
+                    """, word)
+            }
             let whereSQL = clauses.joined(separator: " AND ")
             var pageBinds = binds
             pageBinds.append(limit)
