@@ -205,6 +205,8 @@ def run(b, sizes):
         manifest = subset(root, done["files"], n)
         warm(root, manifest)  # the files are read from the page cache, at every size alike
         s.run_size(n, manifest)
+        with open(os.path.join(b.work, "scale-partial.md"), "w") as f:  # what is done so far, should a size not end
+            f.write("\n".join(s.table()) + "\n")
     head = ["## tools/bench --scale, %s" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "",
             "Machine: %s, %d cores, Linux %s; load average at the end %.1f. Small text receipts of 1-4 KB "
             "(inline in the catalog), %d%% exact duplicates. Run took %.0f s. receipt %s." % (
