@@ -98,7 +98,7 @@ struct BlobTransfer {
                 }
                 // Held while the upload reads it, so fsck sees a staging file a running command owns.
                 let lock = try FileDescriptor.open(temp, O_RDONLY)
-                _ = flock(lock.raw, LOCK_EX | LOCK_NB)
+                _ = try? lock.tryLock()
                 decoded.append((temp, lock))
                 parts.append(BundlePart(id: id, size: size, source: .file(temp)))
             }
@@ -120,10 +120,9 @@ public struct RemoteBlobFetcher: Sendable {
         self.client = try remote.client()
     }
 
-    /// Downloads blob `id` and installs it in the vault's blob tree as an external file, with the
-    /// vault's compression. Returns how it was stored, for the caller to update the blob's row
-    /// (encoding, stored size) if they differ. Use it for a blob whose row says it is external.
-    public func restore(_ id: BlobID) async throws -> StoredBlob {
+    /// Downloads blob `id` and stages it (verified against `id`) with the vault's compression, for
+    /// the caller to enter through the vault's ingest path (fsck's repair).
+    public func restore(_ id: BlobID) async throws -> StagedBlob {
         let downloaded = try await client.download([id], into: vault.blobs)
         let staged: StagedBlob
         switch downloaded.first {
@@ -131,7 +130,7 @@ public struct RemoteBlobFetcher: Sendable {
         case .bytes(let bytes)?: staged = try vault.blobs.stage(bytes: bytes, compression: .none)
         case nil: throw SyncError("the server sent no bytes for blob \(id)")
         }
-        return try vault.blobs.install([vault.blobs.encoded(staged, compression: vault.settings.compression)])[0]
+        return try vault.blobs.encoded(staged, compression: vault.settings.compression)
     }
 }
 

@@ -31,9 +31,8 @@ public enum Wipe {
             throw SyncError("refusing to wipe \(given): give the vault's own folder")
         }
         // A vault reached through a symbolic link is wiped where it really is.
-        if let st = try FileSystem.status(vaultPath), st.isSymlink, let real = realpath(vaultPath, nil) {
-            vaultPath = String(cString: real)
-            free(real)
+        if let st = try FileSystem.status(vaultPath), st.isSymlink, let real = try? FileSystem.realPath(vaultPath) {
+            vaultPath = real
         }
         let catalogPath = FileSystem.join(vaultPath, Catalog.fileName)
         let parent = FileSystem.parentPath(vaultPath)
@@ -84,7 +83,7 @@ public enum Wipe {
         guard let st = try FileSystem.status(path) else { return }
         if st.isDirectory {
             for name in try FileSystem.contents(of: path) { try removeTree(FileSystem.join(path, name)) }
-            if rmdir(path) != 0 && errno != ENOENT { throw IOError("removing folder", path: path, errno: errno) }
+            if rmdir(path) != 0 && errno != ENOENT { throw PathError("removing folder", path: path, errno: errno) }
         } else {
             try FileSystem.remove(path)
         }
