@@ -48,8 +48,10 @@ extension Vault {
             do {
                 let opened = try Vault.open(at: path)
                 vault = opened
+                // --quick: SQLite's quick_check, which skips matching every index to its table (the
+                // part whose cost grows faster than the catalog: 10 s of a 100,000-receipt --quick).
                 let damage = try opened.catalog.read { db in
-                    try String.fetchAll(db, sql: "PRAGMA integrity_check").filter { $0 != "ok" }
+                    try String.fetchAll(db, sql: options.quick ? "PRAGMA quick_check" : "PRAGMA integrity_check").filter { $0 != "ok" }
                 }
                 if !damage.isEmpty {
                     trouble = "the catalog \(catalogPath) fails SQLite's integrity check: "
@@ -76,7 +78,7 @@ extension Vault {
             defer { try? vault.close() }
             do {
                 try await vault.checkInvariants(options, sink: sink)
-                try vault.checkSearchIndex(repair: options.repair, sink: sink)
+                try vault.checkSearchIndex(repair: options.repair, quick: options.quick, sink: sink)
             } catch let error as CancellationError {
                 throw error
             } catch {
