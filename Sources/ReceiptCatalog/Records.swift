@@ -1,3 +1,4 @@
+import BlobStore
 import Foundation
 import GRDB
 
@@ -61,12 +62,12 @@ public enum ClaimStatus: String, Sendable, CaseIterable, Codable {
 public struct Attachment: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "attachments"
     public var receiptID: String
-    public var sha256: String
+    public var sha256: BlobID
     public var filename: String
     public var mediaType: String
     public var position: Int
 
-    public init(receiptID: String, sha256: String, filename: String, mediaType: String, position: Int) {
+    public init(receiptID: String, sha256: BlobID, filename: String, mediaType: String, position: Int) {
         self.receiptID = receiptID
         self.sha256 = sha256
         self.filename = filename
@@ -78,15 +79,15 @@ public struct Attachment: Codable, Sendable, Equatable, FetchableRecord, Persist
 /// A blob the vault holds: external (a file under blobs/, `inline == nil`) or inline (bytes in the catalog).
 public struct BlobRecord: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "blobs"
-    public var sha256: String
+    public var sha256: BlobID
     public var size: Int64
     public var storedSize: Int64
-    /// `identity` or `xz`: how the external file is encoded. Inline bytes are always the original bytes.
-    public var encoding: String
+    /// How the external file is encoded. Inline bytes are always the original bytes.
+    public var encoding: BlobEncoding
     public var inline: [UInt8]?
     public var createdAt: Millis
 
-    public init(sha256: String, size: Int64, storedSize: Int64, encoding: String, inline: [UInt8]?, createdAt: Millis) {
+    public init(sha256: BlobID, size: Int64, storedSize: Int64, encoding: BlobEncoding, inline: [UInt8]?, createdAt: Millis) {
         self.sha256 = sha256
         self.size = size
         self.storedSize = storedSize
@@ -100,10 +101,11 @@ public struct BlobRecord: Codable, Sendable, Equatable, FetchableRecord, Persist
     // `[UInt8]` would be stored through Codable as JSON text; the catalog keeps inline bytes as a BLOB
     // (the schema checks `length(inline) = size`).
     public init(row: Row) throws {
-        sha256 = row["sha256"]
+        // Thrown, not trapped: a damaged row is fsck's to report.
+        sha256 = try row.decode(BlobID.self, forColumn: "sha256")
         size = row["size"]
         storedSize = row["storedSize"]
-        encoding = row["encoding"]
+        encoding = try row.decode(BlobEncoding.self, forColumn: "encoding")
         if let bytes = row["inline"] as Data? {
             self.inline = [UInt8](bytes)
         } else {
@@ -128,13 +130,13 @@ public struct Zone: Codable, Sendable, Equatable, FetchableRecord, PersistableRe
     public static let databaseTableName = "zones"
     public var name: String
     public var owner: String?
-    public var role: String
+    public var role: ZoneRole
     public var shared: Bool
     /// The server's change token after the last pull of this zone (sync bookkeeping).
     public var changeToken: String?
     public var createdAt: Millis
 
-    public init(name: String, owner: String? = nil, role: String = "owner", shared: Bool = false,
+    public init(name: String, owner: String? = nil, role: ZoneRole = .owner, shared: Bool = false,
                 changeToken: String? = nil, createdAt: Millis) {
         self.name = name
         self.owner = owner
@@ -155,17 +157,17 @@ public struct Change: Codable, Sendable, Equatable, FetchableRecord, MutablePers
     public var seq: Int64?
     public var receiptID: String
     public var zone: String
-    public var kind: String
+    public var kind: Kind
     public var at: Millis
 
     public init(receiptID: String, zone: String, kind: Kind, at: Millis) {
         self.receiptID = receiptID
         self.zone = zone
-        self.kind = kind.rawValue
+        self.kind = kind
         self.at = at
     }
 
-    public enum Kind: String, Sendable { case upsert, delete }
+    public enum Kind: String, Sendable, Codable, DatabaseValueConvertible { case upsert, delete }
 
     public mutating func didInsert(_ inserted: InsertionSuccess) { seq = inserted.rowID }
 }
@@ -179,9 +181,9 @@ public struct ImportCacheEntry: Codable, Sendable, Equatable, FetchableRecord, P
     public var inode: Int64
     public var size: Int64
     public var mtimeNs: Int64
-    public var sha256: String
+    public var sha256: BlobID
 
-    public init(path: String, device: Int64, inode: Int64, size: Int64, mtimeNs: Int64, sha256: String) {
+    public init(path: String, device: Int64, inode: Int64, size: Int64, mtimeNs: Int64, sha256: BlobID) {
         self.path = path
         self.device = device
         self.inode = inode

@@ -21,7 +21,7 @@ struct CatCommand: ParsableCommand {
         let record = try vault.blobRecord(sha256)
         if options.json {
             let size = try vault.readBlob(record) { _ in }
-            return try Output.json(Result(sha256: record.sha256, size: size, verified: true))
+            return try Output.json(Result(sha256: record.sha256.hex, size: size, verified: true))
         }
         // A reader that stops early (`receipt cat … | head`) must not kill the process with SIGPIPE:
         // the write then fails with EPIPE and the command ends with one line and exit 1.

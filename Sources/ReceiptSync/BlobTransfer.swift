@@ -89,7 +89,7 @@ struct BlobTransfer {
                 try FileSystem.makeDirectories(vault.blobs.interimPath, mode: 0o700)
                 let temp = vault.blobs.interimPath + "/upload-" + SecureRandom.hex(12) + ".interim"
                 do {
-                    try vault.copyBlob(BlobRecord(sha256: hex, size: size, storedSize: size, encoding: row["encoding"],
+                    try vault.copyBlob(BlobRecord(sha256: id, size: size, storedSize: size, encoding: .xz,
                                                   inline: nil, createdAt: 0), to: temp)
                 } catch let error as BlobError {
                     try? FileSystem.remove(temp)
@@ -120,10 +120,9 @@ public struct RemoteBlobFetcher: Sendable {
         self.client = try remote.client()
     }
 
-    /// Downloads blob `id` and installs it in the vault's blob tree as an external file, with the
-    /// vault's compression. Returns how it was stored, for the caller to update the blob's row
-    /// (encoding, stored size) if they differ. Use it for a blob whose row says it is external.
-    public func restore(_ id: BlobID) async throws -> StoredBlob {
+    /// Downloads blob `id` and stages it (verified against `id`) with the vault's compression, for
+    /// the caller to enter through the vault's ingest path (fsck's repair).
+    public func restore(_ id: BlobID) async throws -> StagedBlob {
         let downloaded = try await client.download([id], into: vault.blobs)
         let staged: StagedBlob
         switch downloaded.first {
@@ -131,7 +130,7 @@ public struct RemoteBlobFetcher: Sendable {
         case .bytes(let bytes)?: staged = try vault.blobs.stage(bytes: bytes, compression: .none)
         case nil: throw SyncError("the server sent no bytes for blob \(id)")
         }
-        return try vault.blobs.install([vault.blobs.encoded(staged, compression: vault.settings.compression)])[0]
+        return try vault.blobs.encoded(staged, compression: vault.settings.compression)
     }
 }
 

@@ -53,7 +53,8 @@ enum LocalStore {
         try receipt.save(db)
         try db.execute(sql: "DELETE FROM attachments WHERE receiptID = ?", arguments: [id])
         for (position, a) in content.attachments.enumerated() {
-            try Attachment(receiptID: id, sha256: a.sha256, filename: a.filename, mediaType: a.mediaType,
+            guard let blob = BlobID(hex: a.sha256) else { throw SyncError("receipt \(id) names an invalid blob address '\(a.sha256)'") }
+            try Attachment(receiptID: id, sha256: blob, filename: a.filename, mediaType: a.mediaType,
                            position: position).insert(db)
         }
     }

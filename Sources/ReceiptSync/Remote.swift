@@ -78,7 +78,7 @@ public struct RemoteConfig: Sendable, Equatable {
         let count: Int
         do {
             count = try FileDescriptor.with(path, O_RDONLY) { fd in try bytes.withUnsafeMutableBytes { try fd.readFully(into: $0) } }
-        } catch let error as IOError {
+        } catch let error as PathError {
             throw SyncError("the remote's token cannot be read from \(path) (\(error.message)): run `receipt remote set` again")
         }
         let token = String(decoding: bytes[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -124,7 +124,7 @@ public struct RemoteConfig: Sendable, Equatable {
             }
             try FileSystem.rename(staging, path)
             try FileSystem.syncDirectory(vault.path)
-        } catch let error as IOError {
+        } catch let error as PathError {
             try? FileSystem.remove(staging)
             throw SyncError("cannot write the token file \(path): \(error.message)")
         }
@@ -148,6 +148,7 @@ public struct RemoteConfig: Sendable, Equatable {
             if insecureHTTP { try db.execute(sql: "INSERT INTO settings(key, value) VALUES (?, '1')", arguments: [insecureKey]) }
             if (oldURL != nil || oldAccount != nil) && (oldURL != normalized || oldAccount != account) {
                 try db.execute(sql: "DELETE FROM syncState")
+                try db.execute(sql: "DELETE FROM settings WHERE key = ?", arguments: [SyncEngine.textOfferedKey])
                 try db.execute(sql: "UPDATE zones SET changeToken = NULL")
                 try CatalogWriter(db).requeueOwnZones()
             }

@@ -12,6 +12,9 @@ public struct SyncReport: Codable, Sendable, Equatable {
     public var pulled = 0
     public var blobsUploaded = 0
     public var blobsDownloaded = 0
+    /// Extracted texts offered to the server and taken from it (docs/PROTOCOL.md, "Extracted text").
+    public var textsUploaded = 0
+    public var textsDownloaded = 0
     /// Records changed on both sides, merged (docs/PROTOCOL.md).
     public var conflicts = 0
     /// One sentence per record or zone that could not be synced (the rest was).
@@ -25,7 +28,18 @@ struct ZoneRef: Sendable, Equatable {
     var local: String
     var owner: String
     var remote: String
-    var role: String
+    var role: ZoneRole
+}
+
+extension ZoneRole {
+    /// The catalog's role of a zone the server gives this role (the two enums share their values).
+    init(_ wire: WireRole) {
+        switch wire {
+        case .owner: self = .owner
+        case .read: self = .read
+        case .write: self = .write
+        }
+    }
 }
 
 /// The client sync engine: push the outbox, then pull every visible zone (docs/PROTOCOL.md).
@@ -46,6 +60,8 @@ public final class SyncEngine {
     var report = SyncReport()
     /// Own zones found re-created on the server during this sync, whose receipts are pushed again.
     var requeued: [ZoneRef] = []
+    /// The server keeps extracted text (revision 3 or later).
+    var serverKeepsText = false
     public var pageSize = WireProtocol.defaultPageSize
     public var pushBatch = 200
     /// Blob uploads or downloads in flight at once.
@@ -68,7 +84,9 @@ public final class SyncEngine {
         requeued = []
         try checkNotWiping()
         transfer.removeStaleStaging()
-        let account = try await client.account()
+        let info = try await client.accountInfo()
+        let account = info.account
+        serverKeepsText = (info.revision ?? 2) >= WireProtocol.textRevision
         guard account == remote.account else {
             throw SyncError("the token set for this vault belongs to the account \(account), not to \(remote.account): run `receipt remote set` again")
         }
@@ -80,6 +98,10 @@ public final class SyncEngine {
         try await push(zones)
         for zone in zones { try await pull(zone) }
         if !requeued.isEmpty { try await push(requeued) }
+        if serverKeepsText {
+            try await uploadTexts()
+            try await pullTexts()
+        }
         return report
     }
 
@@ -151,11 +173,11 @@ public final class SyncEngine {
                     let name = "\(s.owner)/\(s.name)"
                     if var z = try Zone.fetchOne(db, key: name) {
                         z.owner = s.owner
-                        z.role = s.role.rawValue
+                        z.role = ZoneRole(s.role)
                         z.shared = true
                         try z.update(db)
                     } else {
-                        try Zone(name: name, owner: s.owner, role: s.role.rawValue, shared: true, createdAt: nowMillis()).insert(db)
+                        try Zone(name: name, owner: s.owner, role: ZoneRole(s.role), shared: true, createdAt: nowMillis()).insert(db)
                     }
                 }
             }
@@ -167,7 +189,7 @@ public final class SyncEngine {
             }
         }
         return serverZones.map { s in
-            ZoneRef(local: s.owner == me ? s.name : "\(s.owner)/\(s.name)", owner: s.owner, remote: s.name, role: s.role.rawValue)
+            ZoneRef(local: s.owner == me ? s.name : "\(s.owner)/\(s.name)", owner: s.owner, remote: s.name, role: ZoneRole(s.role))
         }.sorted { $0.local < $1.local }
     }
 
@@ -422,7 +444,7 @@ public final class SyncEngine {
     func forget(_ zone: ZoneRef) throws {
         try vault.catalog.transaction { w in
             let db = w.db
-            if zone.role == WireRole.owner.rawValue {
+            if zone.role == .owner {
                 try db.execute(sql: "DELETE FROM syncState WHERE zone = ?", arguments: [zone.local])
                 try w.requeue(zone: zone.local)
             } else {
@@ -432,7 +454,7 @@ public final class SyncEngine {
             }
             try db.execute(sql: "UPDATE zones SET changeToken = NULL WHERE name = ?", arguments: [zone.local])
         }
-        if zone.role == WireRole.owner.rawValue { requeued.append(zone) }
+        if zone.role == .owner { requeued.append(zone) }
     }
 
     func applyPulled(_ db: Database, zone: ZoneRef, record: WireRecord) throws {

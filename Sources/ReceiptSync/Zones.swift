@@ -38,7 +38,7 @@ public enum Zones {
         let me = try RemoteConfig.load(vault)?.account
         return try vault.catalog.read { db in
             try Zone.order(Column("name")).fetchAll(db).map { z in
-                ZoneListing(zone: z.name, owner: z.owner ?? me, role: z.role, shared: z.shared)
+                ZoneListing(zone: z.name, owner: z.owner ?? me, role: z.role.rawValue, shared: z.shared)
             }
         }
     }

@@ -73,7 +73,7 @@ extension Vault {
     /// `BlobError` (missing, corrupt) naming the blob when they do not verify.
     @discardableResult
     public func readBlob(_ record: BlobRecord, into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> Int64 {
-        guard let id = BlobID(hex: record.sha256) else { throw VaultError(.io, "the catalog holds an invalid address \(record.sha256)") }
+        let id = record.sha256
         if let inline = record.inline {
             let hasher = SHA256Hasher()
             inline.withUnsafeBytes { hasher.update($0) }
@@ -82,7 +82,7 @@ extension Vault {
             try inline.withUnsafeBytes { try sink($0) }
             return Int64(inline.count)
         }
-        return try blobs.read(id, encoding: BlobEncoding(rawValue: record.encoding) ?? .identity, into: sink)
+        return try blobs.read(id, encoding: record.encoding, into: sink)
     }
 
     /// Copies a blob's original bytes to a new file, verified (see `BlobStore.copy`).
@@ -94,10 +94,7 @@ extension Vault {
 
     /// `copyBlob(_:to:)` into a new file created (empty) by the caller; removed on failure.
     public func copyBlob(_ record: BlobRecord, into out: FileDescriptor) throws {
-        guard let id = BlobID(hex: record.sha256) else {
-            try? FileSystem.remove(out.path)
-            throw VaultError(.io, "the catalog holds an invalid address \(record.sha256)")
-        }
+        let id = record.sha256
         if record.inline != nil {
             do {
                 try readBlob(record) { try out.write($0) }
@@ -107,7 +104,7 @@ extension Vault {
             }
             return
         }
-        try blobs.copy(id, encoding: BlobEncoding(rawValue: record.encoding) ?? .identity, into: out)
+        try blobs.copy(id, encoding: record.encoding, into: out)
     }
 
     public func stats() throws -> VaultStats {

@@ -213,7 +213,7 @@ extension Vault {
                 guard var receipt = try Receipt.fetchOne(db, key: id) else { throw VaultError(.notFound, "no receipt \(idOrPrefix)") }
                 try requireWritable(db, receipt.zone)
                 let matches = try Attachment.filter(Column("receiptID") == id).fetchAll(db)
-                    .filter { $0.sha256.hasPrefix(blob.lowercased()) }
+                    .filter { $0.sha256.hex.hasPrefix(blob.lowercased()) }
                 guard blob.count >= 8, matches.count == 1 else {
                     throw VaultError(.notFound, matches.count > 1
                         ? "attachment \(blob) of receipt \(id) is ambiguous: give more of its hash"
@@ -281,7 +281,7 @@ extension Vault {
 
     func requireWritable(_ db: Database, _ name: String) throws {
         let zone = try requireZone(db, name)
-        if zone.role == "read" {
+        if !zone.role.canWrite {
             throw VaultError.bad("zone '\(name)' is shared with this account read-only: its receipts cannot be changed")
         }
     }

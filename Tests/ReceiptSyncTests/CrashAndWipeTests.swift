@@ -30,7 +30,7 @@ final class CrashAndWipeTests: XCTestCase {
         }
         let rows = Set(records.filter { $0.inline == nil }.map(\.sha256))
         for f in try vault.blobs.enumerate() {
-            XCTAssertTrue(f.id.map { rows.contains($0.hex) } ?? false, "unreferenced file \(f.path)", file: file, line: line)
+            XCTAssertTrue(f.id.map { rows.contains($0) } ?? false, "unreferenced file \(f.path)", file: file, line: line)
         }
         XCTAssertEqual(try vault.blobs.interimFiles().map(\.path), [], file: file, line: line)
     }

@@ -43,7 +43,7 @@ class HouseholdSyncTests: XCTestCase {
         let textSHA = SHA256Hasher.hash(text).hex
         try await alice.ok(["attach", r2, textPath])
         let aliceVault = try Vault.open(at: alice.vault)
-        XCTAssertEqual(try aliceVault.blobRecord(textSHA).encoding, "xz")
+        XCTAssertEqual(try aliceVault.blobRecord(textSHA).encoding, .xz)
         try aliceVault.close()
         let mine = importedID(try await alice.ok(["import", privateFile.path, "--json"]))
         try await alice.ok(["share", "household", "bob", "--role", "write"])

@@ -162,7 +162,7 @@ final class GCTests: XCTestCase {
                 let now = nowMillis()
                 try Receipt(id: UUID().uuidString.lowercased(), zone: Zone.personal, createdAt: now, modifiedAt: now).insert(db)
                 let id = try String.fetchOne(db, sql: "SELECT id FROM receipts ORDER BY createdAt DESC LIMIT 1")!
-                try Attachment(receiptID: id, sha256: item.sha256, filename: "ext0.bin", mediaType: "application/octet-stream",
+                try Attachment(receiptID: id, sha256: BlobID(hex: item.sha256)!, filename: "ext0.bin", mediaType: "application/octet-stream",
                                position: 0).insert(db)
             }
         }

@@ -76,9 +76,85 @@ enum PostgresSchema {
             """,
             "CREATE INDEX possessions_by_blob ON possessions(sha256)",
         ],
+        // Version 2: the web view's passwords, sessions and list rows (PostgresServerStore+Web.swift).
+        [
+            """
+            CREATE TABLE web_passwords (
+                account_id BIGINT PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+                hash TEXT NOT NULL,
+                changed_at BIGINT NOT NULL)
+            """,
+            """
+            CREATE TABLE web_sessions (
+                id_hash TEXT PRIMARY KEY CHECK (length(id_hash) = 64),
+                account_id BIGINT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                csrf TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                expires_at BIGINT NOT NULL)
+            """,
+            "CREATE INDEX web_sessions_by_account ON web_sessions(account_id)",
+            // One row per live record with what the list filters, sorts and sums by, kept by a
+            // trigger on records (every write path keeps it current); gone with its record.
+            """
+            CREATE TABLE web_rows (
+                zone_id BIGINT NOT NULL,
+                id TEXT NOT NULL,
+                date TEXT,
+                created_at BIGINT NOT NULL,
+                merchant TEXT,
+                category TEXT,
+                status TEXT,
+                currency TEXT,
+                total TEXT,
+                -- The total as an exact number when it is one (then summed here, per currency).
+                amount NUMERIC,
+                words TEXT NOT NULL,
+                PRIMARY KEY (zone_id, id),
+                FOREIGN KEY (zone_id, id) REFERENCES records(zone_id, id) ON DELETE CASCADE)
+            """,
+            "CREATE INDEX web_rows_by_date ON web_rows(zone_id, date DESC NULLS LAST, created_at DESC, id)",
+            "CREATE INDEX web_rows_by_amount ON web_rows(zone_id, currency) INCLUDE (amount, total, date, status, category, merchant)",
+            """
+            CREATE FUNCTION receipt_web_row() RETURNS trigger LANGUAGE plpgsql AS $$
+            DECLARE j jsonb;
+            BEGIN
+                DELETE FROM web_rows WHERE zone_id = NEW.zone_id AND id = NEW.id;
+                IF NEW.payload IS NOT NULL THEN
+                    j := NEW.payload::jsonb;
+                    INSERT INTO web_rows(zone_id, id, date, created_at, merchant, category, status, currency, total, amount, words)
+                    VALUES (NEW.zone_id, NEW.id, j->>'date', coalesce((j->>'createdAt')::bigint, 0), lower(j->>'merchant'),
+                            lower(j->>'category'), j->>'status', j->>'currency', j->>'total',
+                            CASE WHEN j->>'total' ~ '^-?[0-9]+([.][0-9]+)?$' THEN (j->>'total')::numeric END,
+                            lower(concat_ws(' ', j->>'merchant', j->>'category', j->>'note', j->>'total', j->>'claim', j->>'tags',
+                                (SELECT string_agg(a->>'filename', ' ')
+                                 FROM jsonb_array_elements(coalesce(j->'attachments', '[]'::jsonb)) a))));
+                END IF;
+                RETURN NULL;
+            END $$
+            """,
+            "CREATE TRIGGER records_web_rows AFTER INSERT OR UPDATE ON records FOR EACH ROW EXECUTE FUNCTION receipt_web_row()",
+            // The rows of a database that had records before version 2 (the trigger writes them).
+            "UPDATE records SET payload = payload WHERE payload IS NOT NULL",
+        ],
+        // Version 3: the text members extracted from blobs (docs/PROTOCOL.md, "Extracted text").
+        [
+            """
+            CREATE TABLE blob_texts (
+                sha256 TEXT NOT NULL REFERENCES blobs(sha256) ON DELETE CASCADE,
+                version TEXT NOT NULL,
+                text TEXT,
+                failure TEXT,
+                uploaded_at BIGINT NOT NULL,
+                PRIMARY KEY (sha256, version),
+                CHECK ((text IS NULL) <> (failure IS NULL)))
+            """,
+        ],
     ]
 
     static var currentVersion: Int { migrations.count }
+
+    /// The SQL of one version's statements (tests build an old database with it).
+    static func sql(ofVersion version: Int) -> [String] { migrations[version - 1].map(\.sql) }
 
     /// An arbitrary constant naming receipt's migration lock among the database's advisory locks.
     static let lockKey: Int64 = 0x7265_6365_6970_7401

@@ -1,6 +1,7 @@
 import BlobStore
 import Foundation
 import Hummingbird
+import MediaTypes
 import MultipartKit
 import NIOCore
 import ReceiptWire
@@ -30,7 +31,12 @@ extension WebRoutes {
             parser.onHeader = { receiver.header($0, $1) }
             parser.onBody = { receiver.body(&$0) }
             parser.onPartComplete = { receiver.partComplete() }
+            var total: Int64 = 0
             for try await buffer in request.body {
+                total += Int64(buffer.readableBytes)
+                guard total <= limits.maxWebUpload else {
+                    throw ServerError(413, "the upload is larger than the server's limit of \(limits.maxWebUpload) bytes")
+                }
                 do {
                     try parser.execute(buffer)
                 } catch {
@@ -60,8 +66,7 @@ extension WebRoutes {
             // The sync upload's write order: possession recorded (and the quota checked), then the
             // files installed durably, then the records that reference them.
             let staged = receiver.files.map(\.staged)
-            try await catalog.registerUploads(staged.map { ($0.id, $0.size) }, caller: session.account)
-            _ = try catalog.blobs.install(staged)
+            try await catalog.installUploads(staged, caller: session.account)
             receiver.installed()
             let result = try await catalog.push(WirePushRequest(records: records), owner: owner, name: name,
                                                 caller: session.account)
@@ -261,14 +266,11 @@ final class WebUploadReceiver {
     func mediaType(for filename: String) -> String {
         let known = WebFiles.inlineTypes.union(["image/heic", "image/heif", "image/tiff", "image/bmp"])
         if let contentType, known.contains(contentType) { return contentType }
-        switch (filename as NSString).pathExtension.lowercased() {
-        case "jpg", "jpeg": return "image/jpeg"
-        case "png": return "image/png"
-        case "pdf": return "application/pdf"
-        case "heic": return "image/heic"
-        case "webp": return "image/webp"
-        default: return "application/octet-stream"
-        }
+        // Named by its extension (the one table of them) when it is one of the types an upload is
+        // shown as; otherwise bytes of no known type.
+        let named: Set = ["image/jpeg", "image/png", "application/pdf", "image/heic", "image/webp"]
+        if let type = MediaType.byFileName(filename), named.contains(type) { return type }
+        return "application/octet-stream"
     }
 
     /// The last path component, without control characters, at most 255 bytes.

@@ -1,5 +1,6 @@
 import BlobStore
 import Foundation
+import ReceiptCatalog
 
 /// A blob address as the manifest import's plan names it (a `BlobID` holds its 32 bytes inline).
 typealias Digest = BlobID
@@ -169,7 +170,7 @@ struct ManifestReceipts: RandomAccessCollection {
     func given(_ position: Int) -> Bool { rows[position].given }
     func exists(_ position: Int) -> Bool { rows[position].exists }
     /// `ManifestReceipt.id`, without decoding the metadata.
-    func id(_ position: Int) -> String { ManifestReceipt.text(rows[position].uuid) }
+    func id(_ position: Int) -> String { ReceiptID.text(rows[position].uuid) }
     func zone(_ position: Int) -> String { zones.values[rows[position].zone] }
     func firstLine(_ position: Int) -> Int { rows[position].firstLine }
     /// `ManifestReceipt.key`, without decoding the rest.

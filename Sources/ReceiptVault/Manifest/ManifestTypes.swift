@@ -120,46 +120,7 @@ struct ManifestReceipt {
     let uuid: UUID
     /// The id as the catalog writes it (lowercase; Foundation's `uuidString` formats through snprintf
     /// and upper case, which 100,000 rows notice).
-    var id: String { Self.text(uuid) }
-
-    /// A receipt id as the catalog writes it.
-    static func text(_ uuid: UUID) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(36)
-        withUnsafeBytes(of: uuid.uuid) { bytes in
-            for (i, byte) in bytes.enumerated() {
-                if i == 4 || i == 6 || i == 8 || i == 10 { text.append(UInt8(ascii: "-")) }
-                text.append(digits[Int(byte >> 4)])
-                text.append(digits[Int(byte & 0x0F)])
-            }
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
-    /// A receipt id in its canonical form (8-4-4-4-12 hexadecimal digits, either case), as Foundation's
-    /// `UUID(uuidString:)` reads it, without its `sscanf` (once a row of a large manifest).
-    static func uuid(_ text: String) -> UUID? {
-        var text = text
-        return text.withUTF8 { units -> UUID? in
-            guard units.count == 36 else { return nil }
-            var uuid: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                       UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-            let ok = withUnsafeMutableBytes(of: &uuid) { bytes -> Bool in
-                var at = 0
-                for i in 0..<16 {
-                    if at == 8 || at == 13 || at == 18 || at == 23 {
-                        guard units[at] == UInt8(ascii: "-") else { return false }
-                        at += 1
-                    }
-                    guard let byte = BlobID.hexByte(units, at: at) else { return false }
-                    bytes[i] = byte
-                    at += 2
-                }
-                return true
-            }
-            return ok ? UUID(uuid: uuid) : nil
-        }
-    }
+    var id: String { ReceiptID.text(uuid) }
 
     /// The id was given in the manifest (so a receipt with that id may already exist and is updated).
     let given: Bool

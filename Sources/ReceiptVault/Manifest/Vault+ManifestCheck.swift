@@ -1,7 +1,7 @@
 import BlobStore
-import CFileOps
 import Foundation
 import GRDB
+import MediaTypes
 import ReceiptCatalog
 #if canImport(Glibc)
 import Glibc
@@ -33,10 +33,6 @@ extension Vault {
                                        progress: ((ManifestProgress) -> Void)? = nil,
                                        each: (ImportedFile) throws -> Void) throws -> ManifestSummary {
         if let defaultZone { _ = try Validate.zoneName(defaultZone) }
-        // The import's short-lived threads (parsing, hashing, reading) would each take a malloc arena of
-        // their own, up to eight per core, and every arena keeps what was freed in it: one per core
-        // holds the peak RSS of a 100,000-row manifest ~8 MB lower (see "Memory" in docs/DESIGN.md).
-        cfileops_limit_malloc_arenas(Int32(max(2, Parallel.cores)))
         let manifestPath = absolute(manifestPath)
         // Shared from the first check: pass 1 decides which blobs the vault holds already, and a gc
         // between the passes could otherwise take one of them (an orphan) before its row commits.
@@ -204,8 +200,8 @@ extension Vault {
                     var givenID: String?
                     var givenUUID: UUID?
                     if let raw = ManifestMetadata.trimmed(row[.id]), !raw.isEmpty {
-                        if let uuid = ManifestReceipt.uuid(raw) {
-                            givenID = ManifestReceipt.text(uuid)
+                        if let uuid = ReceiptID.parse(raw) {
+                            givenID = ReceiptID.text(uuid)
                             givenUUID = uuid
                         } else {
                             bad("invalid id '\(raw)': expected a receipt UUID such as 1f2e3d4c-5b6a-4789-9abc-def012345678")
@@ -255,7 +251,7 @@ extension Vault {
                             plan.receipts[existing] = receipt
                             index = existing
                         } else {
-                            var receipt = ManifestReceipt(uuid: givenUUID ?? Self.newReceiptUUID(), given: givenID != nil,
+                            var receipt = ManifestReceipt(uuid: givenUUID ?? ReceiptID.generate(), given: givenID != nil,
                                                           firstLine: row.line, zone: zone ?? Zone.personal,
                                                           zoneExplicit: zone != nil, metadata: metadata, exists: false)
                             if let givenID, let storedZone = try Catalog.text(db, "SELECT zone FROM receipts WHERE id = ?", givenID) {
@@ -276,8 +272,8 @@ extension Vault {
                         let zoneName = plan.receipts.zone(index)
                         if zoneState[zoneName] == nil {
                             if let stored = try Zone.fetchOne(db, key: zoneName) {
-                                zoneState[zoneName] = stored.role != "read"
-                                if stored.role == "read" {
+                                zoneState[zoneName] = stored.role.canWrite
+                                if !stored.role.canWrite {
                                     bad("zone '\(zoneName)' is shared with this account read-only: its receipts cannot be changed")
                                 }
                             } else if zoneName.utf8.contains(UInt8(ascii: "/")) || zoneName.hasPrefix("-") {
@@ -357,16 +353,16 @@ extension Vault {
         var fd: FileDescriptor
         do {
             fd = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW)
-        } catch let error as IOError where error.errno == ELOOP {
+        } catch let error as PathError where error.errno == ELOOP {
             guard let target = Self.realPath(path) else { throw VaultError.bad("no such file: \(shown)") }
             guard target.hasPrefix(job.realFolder == "/" ? "/" : job.realFolder + "/") else {
                 throw VaultError.bad("path \(shown) leads outside the manifest's folder (through a symbolic link)")
             }
             path = target
             fd = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW)
-        } catch let error as IOError where error.isNotFound {
+        } catch let error as PathError where error.isNotFound {
             throw VaultError.bad("no such file: \(shown)")
-        } catch let error as IOError where error.errno == ENXIO {
+        } catch let error as PathError where error.errno == ENXIO {
             throw VaultError.bad("\(shown) is not a regular file (a FIFO, socket or device)")
         }
         defer { fd.close() }
@@ -396,15 +392,6 @@ extension Vault {
     }
 
     // MARK: - Helpers
-
-    /// A random (version 4) UUID from OpenSSL's generator: Foundation's `UUID()` opens /dev/urandom for
-    /// each one, which a 100,000-row manifest notices.
-    static func newReceiptUUID() -> UUID {
-        var b = SecureRandom.bytes(16)
-        b[6] = (b[6] & 0x0F) | 0x40
-        b[8] = (b[8] & 0x3F) | 0x80
-        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
-    }
 
     static func realPath(_ path: String) -> String? {
         guard let resolved = Glibc.realpath(path, nil) else { return nil }
@@ -437,7 +424,7 @@ extension Vault {
     static func message(_ error: Error) -> String {
         switch VaultError.wrap(error) {
         case let e as VaultError: return e.message
-        case let e as IOError: return e.message
+        case let e as PathError: return e.message
         case let e as BlobError: return e.description
         case let e: return String(describing: e)
         }
