@@ -34,14 +34,23 @@ extension ServerCatalog {
 
     /// One gc at a time on a data folder (a second would only repeat the work): the lock's
     /// descriptor, to close when done.
-    static func gcLock(_ dataPath: String) throws -> Int32 {
-        let lockPath = FileSystem.join(dataPath, "gc.lock")
-        let lock = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lock >= 0, flock(lock, LOCK_EX | LOCK_NB) == 0 else {
-            if lock >= 0 { Glibc.close(lock) }
-            throw ServerError(409, "another `receipt server gc` is running on \(dataPath)")
+    static func gcLock(_ dataPath: String) throws -> FileDescriptor {
+        try exclusiveLock(FileSystem.join(dataPath, "gc.lock"),
+                          held: "another `receipt server gc` is running on \(dataPath)")
+    }
+
+    /// Opens `path` and takes its flock without waiting: the descriptor, to close when done, or a
+    /// 409 saying `held` when another process has it. An error opening or locking (a file system
+    /// without flock) is thrown as it is, naming the file, rather than blamed on another holder.
+    static func exclusiveLock(_ path: String, held: String) throws -> FileDescriptor {
+        let fd = try FileDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o600)
+        do {
+            guard try fd.tryLock() else { throw ServerError(409, held) }
+            return fd
+        } catch {
+            fd.close()
+            throw error
         }
-        return lock
     }
 
     /// Totals the report, and removes staging files no running upload owns, older than the grace
@@ -62,7 +71,7 @@ extension ServerCatalog {
 
     public func collectGarbage(graceSeconds: Int64, dryRun: Bool) throws -> ServerGCReport {
         let lock = try Self.gcLock(dataPath)
-        defer { Glibc.close(lock) }
+        defer { lock.close() }
 
         let cutoff = Self.now() - graceSeconds * 1000
         var report = ServerGCReport(dryRun: dryRun)

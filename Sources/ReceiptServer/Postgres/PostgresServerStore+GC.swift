@@ -1,8 +1,5 @@
 import BlobStore
 import PostgresNIO
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `receipt server gc` over PostgreSQL, safe while any number of server processes run: the same
 /// plan-then-execute as the embedded catalog's (ServerGC.swift). Each planned blob is checked again
@@ -14,7 +11,7 @@ import Glibc
 extension PostgresServerStore {
     public func collectGarbage(graceSeconds: Int64, dryRun: Bool) async throws -> ServerGCReport {
         let lock = try ServerCatalog.gcLock(blobs.root)
-        defer { Glibc.close(lock) }
+        defer { lock.close() }
         let cutoff = Self.now() - graceSeconds * 1000
         var report = ServerGCReport(dryRun: dryRun)
         let planned = try await transaction { db in
