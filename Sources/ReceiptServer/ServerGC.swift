@@ -20,7 +20,10 @@ public struct ServerGCReport: Encodable, Sendable {
 
 /// The server's garbage collection, safe while the server runs (docs/DESIGN.md, "Server gc").
 ///
-/// A blob is garbage when no record references it and no upload touched it within the grace. Plan,
+/// A blob is garbage when no record references it and no upload touched it within the grace: its
+/// `touchedAt` is at or before `now − grace` (so `--grace 0` takes everything touched up to this
+/// millisecond, and a test need not wait for the clock to tick; uploads in flight are reserved in
+/// the future, so they are spared whatever the grace). Plan,
 /// then execute: the plan is read without blocking anything; then, batch by batch, one write
 /// transaction checks each planned blob again, deletes its row (and the possessions of it), and
 /// unlinks its file before committing. An upload records its blobs (setting `touchedAt`) in a
@@ -53,7 +56,7 @@ extension ServerCatalog {
         }
     }
 
-    /// Totals the report, and removes staging files no running upload owns, older than the grace
+    /// Totals the report, and removes staging files no running upload owns, past the grace
     /// (a server killed mid-upload).
     static func finish(_ report: inout ServerGCReport, blobs: BlobStore, cutoff: Int64, dryRun: Bool) {
         report.removedBlobs = report.blobs.count
@@ -63,7 +66,7 @@ extension ServerCatalog {
             let folder = FileSystem.join(FileSystem.join(blobs.root, "thumbs"), String(blob.sha256.prefix(2)))
             for suffix in [".png", ".failed"] { try? FileSystem.remove(FileSystem.join(folder, blob.sha256 + suffix)) }
         }
-        for file in (try? blobs.interimFiles()) ?? [] where !file.owned && file.mtimeNanoseconds / 1_000_000 < cutoff {
+        for file in (try? blobs.interimFiles()) ?? [] where !file.owned && file.mtimeNanoseconds / 1_000_000 <= cutoff {
             if !dryRun { try? FileSystem.remove(file.path) }
             report.removedInterim += 1
         }
@@ -78,7 +81,7 @@ extension ServerCatalog {
         let planned = try pool.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT sha256, size FROM blobs b
-                WHERE touchedAt < ? AND NOT EXISTS (SELECT 1 FROM recordBlobs rb WHERE rb.sha256 = b.sha256)
+                WHERE touchedAt <= ? AND NOT EXISTS (SELECT 1 FROM recordBlobs rb WHERE rb.sha256 = b.sha256)
                 ORDER BY sha256
                 """, arguments: [cutoff]).map { ($0["sha256"] as String, $0["size"] as Int64) }
         }
@@ -93,7 +96,7 @@ extension ServerCatalog {
                     var removed: [ServerGCReport.Blob] = []
                     for (hex, size) in batch {
                         let still = try Bool.fetchOne(db, sql: """
-                            SELECT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = ?1 AND b.touchedAt < ?2
+                            SELECT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = ?1 AND b.touchedAt <= ?2
                                 AND NOT EXISTS (SELECT 1 FROM recordBlobs rb WHERE rb.sha256 = b.sha256))
                             """, arguments: [hex, cutoff]) ?? false
                         guard still, let id = BlobID(hex: hex) else { continue }

@@ -17,7 +17,7 @@ extension PostgresServerStore {
         let planned = try await transaction { db in
             try await db.rows("""
                 SELECT sha256, size FROM blobs b
-                WHERE touched_at < \(cutoff) AND NOT EXISTS (SELECT 1 FROM record_blobs rb WHERE rb.sha256 = b.sha256)
+                WHERE touched_at <= \(cutoff) AND NOT EXISTS (SELECT 1 FROM record_blobs rb WHERE rb.sha256 = b.sha256)
                 ORDER BY sha256
                 """).map { try $0.decode((String, Int64).self) }
         }
@@ -33,7 +33,7 @@ extension PostgresServerStore {
                     var removed: [ServerGCReport.Blob] = []
                     for (hex, size) in batch {
                         let still = try await db.value("""
-                            SELECT 1 FROM blobs b WHERE b.sha256 = \(hex) AND b.touched_at < \(cutoff)
+                            SELECT 1 FROM blobs b WHERE b.sha256 = \(hex) AND b.touched_at <= \(cutoff)
                                 AND NOT EXISTS (SELECT 1 FROM record_blobs rb WHERE rb.sha256 = b.sha256)
                             FOR UPDATE
                             """, as: Int32.self) != nil
