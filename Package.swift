@@ -62,7 +62,7 @@ let package = Package(
             .product(name: "X509", package: "swift-certificates"),
         ], swiftSettings: strict),
         .target(name: "ReceiptServer", dependencies: [
-            "BlobStore", "ReceiptWire",
+            "BlobStore", "ReceiptWire", "ReceiptText",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),

@@ -113,11 +113,18 @@ extension BlobStore {
     /// back with `id == nil`.
     public func enumerate() throws -> [BlobFile] {
         var files: [BlobFile] = []
+        try forEachFile { files.append($0) }
+        return files
+    }
+
+    /// `enumerate`, one file at a time: only one fan-out folder's names are held, however many blobs
+    /// the store has.
+    public func forEachFile(_ body: (BlobFile) throws -> Void) throws {
         for folder in try FileSystem.contents(of: blobsPath).sorted() {
             let folderPath = blobsPath + "/" + folder
             guard let st = try FileSystem.status(folderPath) else { continue }
             if !st.isDirectory {
-                files.append(BlobFile(path: folderPath, id: nil, storedSize: st.size, mtimeNanoseconds: st.mtimeNanoseconds))
+                try body(BlobFile(path: folderPath, id: nil, storedSize: st.size, mtimeNanoseconds: st.mtimeNanoseconds))
                 continue
             }
             for name in try FileSystem.contents(of: folderPath).sorted() {
@@ -125,10 +132,9 @@ extension BlobStore {
                 guard let fst = try FileSystem.status(path) else { continue }
                 var id = BlobID(hex: name)
                 if id?.hex != name || id?.fanOut != folder || !fst.isRegular { id = nil }
-                files.append(BlobFile(path: path, id: id, storedSize: fst.size, mtimeNanoseconds: fst.mtimeNanoseconds))
+                try body(BlobFile(path: path, id: id, storedSize: fst.size, mtimeNanoseconds: fst.mtimeNanoseconds))
             }
         }
-        return files
     }
 
     /// Every file under `interim/`, with whether a running process still owns it.

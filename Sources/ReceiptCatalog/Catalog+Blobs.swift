@@ -101,8 +101,9 @@ extension Catalog {
         try BlobRecord.fetchOne(db, key: id.hex)
     }
 
+    /// A cached statement: gc asks this once for every file of the tree.
     public static func hasBlob(_ db: Database, _ id: BlobID) throws -> Bool {
-        try BlobRecord.exists(db, key: id.hex)
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM blobs WHERE sha256 = ?"), arguments: [id.hex]) != nil
     }
 
     public static func blobSummary(_ db: Database, _ id: BlobID) throws -> BlobSummary? {
@@ -121,18 +122,19 @@ extension Catalog {
             """, arguments: StatementArguments(ids.map(\.hex))))
     }
 
-    /// Every address the catalog holds.
-    public static func blobAddresses(_ db: Database) throws -> Set<BlobID> {
-        Set(try BlobID.fetchAll(db, sql: "SELECT sha256 FROM blobs"))
-    }
-
-    /// Blob rows no attachment refers to, by address.
-    public static func unreferencedBlobs(_ db: Database) throws -> [UnreferencedBlob] {
-        try Row.fetchAll(db, sql: """
+    /// Calls `body` with each blob row no attachment refers to, by address, one at a time (memory
+    /// does not grow with the vault).
+    public static func forEachUnreferencedBlob(_ db: Database, _ body: (UnreferencedBlob) throws -> Void) throws {
+        let rows = try Row.fetchCursor(db, sql: """
             SELECT sha256, storedSize, inline IS NOT NULL, createdAt FROM blobs b
             WHERE NOT EXISTS (SELECT 1 FROM attachments a WHERE a.sha256 = b.sha256)
             ORDER BY sha256
-            """).map { UnreferencedBlob(id: try $0.decode(atIndex: 0), storedSize: $0[1], isInline: $0[2], createdAt: $0[3]) }
+            """)
+        while let row = try rows.next() {
+            // A row whose address is not one is fsck's to report, not gc's to remove.
+            guard let id = BlobID(hex: row[0]) else { continue }
+            try body(UnreferencedBlob(id: id, storedSize: row[1], isInline: row[2], createdAt: row[3]))
+        }
     }
 
     public static func counts(_ db: Database) throws -> CatalogCounts {

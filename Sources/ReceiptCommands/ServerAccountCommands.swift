@@ -34,14 +34,6 @@ func withServerData<T>(_ data: String, database: String?, create: Bool = false,
     }
 }
 
-/// Opens an existing embedded data folder (the web view's commands, which work on it only for now).
-func openServerData(_ data: String) throws -> ServerCatalog {
-    guard FileManager.default.fileExists(atPath: data + "/" + ServerCatalog.fileName) else {
-        throw VaultError(.badInput, "\(data) is not a receipt server data folder (it has no \(ServerCatalog.fileName))")
-    }
-    return try ServerCatalog(dataPath: data)
-}
-
 struct TokenResult: Encodable { let account: String; let token: String; let label: String }
 
 func printToken(_ result: TokenResult, json: Bool, note: String) throws {

@@ -113,7 +113,7 @@ struct ServerCertCommand: ParsableCommand {
     }
 }
 
-struct ServerGCCommand: ParsableCommand {
+struct ServerGCCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gc",
         abstract: "Delete the blobs no record references and no upload touched within the grace (default 24h).",
@@ -125,17 +125,19 @@ struct ServerGCCommand: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
     @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
+    var database: String?
     @Flag(name: .long, help: "Show what would be removed; change nothing.") var dryRun = false
     @Option(name: .long, help: ArgumentHelp("Spare anything uploaded more recently: 0, 30s, 10m, 1h, 2d, 1w.", valueName: "duration"))
     var grace: String = "24h"
 
-    func run() throws {
+    func run() async throws {
         guard let seconds = GraceDuration.seconds(grace) else {
             throw VaultError(.badInput, "invalid --grace '\(grace)': give 0 or a whole number with a unit s, m, h, d or w (e.g. 30s, 10m, 1h, 2d)")
         }
-        let catalog = try openServerData(data)
-        defer { try? catalog.close() }
-        let report = try catalog.collectGarbage(graceSeconds: seconds, dryRun: dryRun)
+        let report = try await withServerData(data, database: database) { catalog in
+            try await catalog.collectGarbage(graceSeconds: seconds, dryRun: dryRun)
+        }
         if options.json { return try Output.json(report) }
         let verb = dryRun ? "would remove" : "removed"
         if dryRun { for blob in report.blobs { Output.line("\(verb) blob \(blob.sha256)  \(Format.bytes(blob.bytes))") } }

@@ -8,7 +8,7 @@ import Glibc
 
 /// `receipt server passwd NAME` and `receipt server sessions-revoke NAME`: the web view's sign-in.
 
-struct ServerPasswdCommand: ParsableCommand {
+struct ServerPasswdCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "passwd",
         abstract: "Set an account's password for the web view: asked on the terminal (twice), or read from stdin's first line when stdin is not a terminal. Ends the account's open web sessions.")
@@ -16,12 +16,12 @@ struct ServerPasswdCommand: ParsableCommand {
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("The account.", valueName: "name")) var name: String
     @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
+    var database: String?
 
     struct Result: Encodable { let account: String; let passwordSet: Bool }
 
-    func run() throws {
-        let catalog = try openServerData(data)
-        defer { try? catalog.close() }
+    func run() async throws {
         let password: String
         if isatty(0) == 1 {
             let first = try Self.readHidden("Password for \(name): ")
@@ -35,7 +35,9 @@ struct ServerPasswdCommand: ParsableCommand {
             }
             password = line
         }
-        try catalog.setPassword(account: name, password: password)
+        try await withServerData(data, database: database) { catalog in
+            try await catalog.setPassword(account: name, password: password)
+        }
         if options.json { return try Output.json(Result(account: name, passwordSet: true)) }
         Output.note("set the web password of \(name) (its open web sessions were ended)")
     }
@@ -61,7 +63,7 @@ struct ServerPasswdCommand: ParsableCommand {
     }
 }
 
-struct ServerSessionsRevokeCommand: ParsableCommand {
+struct ServerSessionsRevokeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sessions-revoke",
         abstract: "End every web session of an account (its browsers must sign in again at their next request).")
@@ -69,13 +71,15 @@ struct ServerSessionsRevokeCommand: ParsableCommand {
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("The account.", valueName: "name")) var name: String
     @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
+    var database: String?
 
     struct Result: Encodable { let account: String; let revokedSessions: Int }
 
-    func run() throws {
-        let catalog = try openServerData(data)
-        defer { try? catalog.close() }
-        let count = try catalog.revokeSessions(account: name)
+    func run() async throws {
+        let count = try await withServerData(data, database: database) { catalog in
+            try await catalog.revokeSessions(account: name)
+        }
         if options.json { return try Output.json(Result(account: name, revokedSessions: count)) }
         Output.note("ended \(count) web session(s) of \(name)")
     }

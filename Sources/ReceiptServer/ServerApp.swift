@@ -118,9 +118,9 @@ public enum SyncServer {
         let v1 = router.group("v1").add(middleware: AuthMiddleware(catalog: catalog, limiter: limiter))
         ZoneRoutes(catalog: catalog).register(v1)
         BlobRoutes(catalog: catalog, limits: limits).register(v1)
-        // The web view runs over the embedded catalog only (not yet on PostgreSQL).
-        if let embedded = catalog as? ServerCatalog {
-            WebRoutes(catalog: embedded, limits: limits, web: web).register(router)
+        if let store = catalog as? any WebStore {
+            WebRoutes(catalog: store, limits: limits, web: web,
+                      thumbnails: WebThumbnails(dataPath: store.blobs.root, store: store.blobs)).register(router)
         }
         return router
     }

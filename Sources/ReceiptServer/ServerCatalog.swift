@@ -135,6 +135,7 @@ public final class ServerCatalog: Sendable {
         }
         registerAccountMigrations(&m)
         registerWebMigrations(&m)
+        registerWebRowsMigration(&m)
         return m
     }
 

@@ -32,14 +32,36 @@ extension ServerCatalog {
     public static let defaultGCGraceSeconds: Int64 = 86_400
     static let gcBatch = 500
 
-    public func collectGarbage(graceSeconds: Int64, dryRun: Bool) throws -> ServerGCReport {
-        // One gc at a time on a data folder (a second would only repeat the work).
+    /// One gc at a time on a data folder (a second would only repeat the work): the lock's
+    /// descriptor, to close when done.
+    static func gcLock(_ dataPath: String) throws -> Int32 {
         let lockPath = FileSystem.join(dataPath, "gc.lock")
         let lock = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard lock >= 0, flock(lock, LOCK_EX | LOCK_NB) == 0 else {
             if lock >= 0 { Glibc.close(lock) }
             throw ServerError(409, "another `receipt server gc` is running on \(dataPath)")
         }
+        return lock
+    }
+
+    /// Totals the report, and removes staging files no running upload owns, older than the grace
+    /// (a server killed mid-upload).
+    static func finish(_ report: inout ServerGCReport, blobs: BlobStore, cutoff: Int64, dryRun: Bool) {
+        report.removedBlobs = report.blobs.count
+        report.reclaimedBytes = report.blobs.reduce(0) { $0 + $1.bytes }
+        // The web view's thumbnails of the blobs gone (WebThumbnails).
+        for blob in report.blobs where !dryRun {
+            let folder = FileSystem.join(FileSystem.join(blobs.root, "thumbs"), String(blob.sha256.prefix(2)))
+            for suffix in [".png", ".failed"] { try? FileSystem.remove(FileSystem.join(folder, blob.sha256 + suffix)) }
+        }
+        for file in (try? blobs.interimFiles()) ?? [] where !file.owned && file.mtimeNanoseconds / 1_000_000 < cutoff {
+            if !dryRun { try? FileSystem.remove(file.path) }
+            report.removedInterim += 1
+        }
+    }
+
+    public func collectGarbage(graceSeconds: Int64, dryRun: Bool) throws -> ServerGCReport {
+        let lock = try Self.gcLock(dataPath)
         defer { Glibc.close(lock) }
 
         let cutoff = Self.now() - graceSeconds * 1000
@@ -77,13 +99,7 @@ extension ServerCatalog {
                 report.blobs += removed
             }
         }
-        report.removedBlobs = report.blobs.count
-        report.reclaimedBytes = report.blobs.reduce(0) { $0 + $1.bytes }
-        // Staging files no running upload owns, older than the grace (a server killed mid-upload).
-        for file in (try? blobs.interimFiles()) ?? [] where !file.owned && file.mtimeNanoseconds / 1_000_000 < cutoff {
-            if !dryRun { try? FileSystem.remove(file.path) }
-            report.removedInterim += 1
-        }
+        Self.finish(&report, blobs: blobs, cutoff: cutoff, dryRun: dryRun)
         return report
     }
 }

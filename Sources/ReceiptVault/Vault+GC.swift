@@ -107,32 +107,33 @@ extension Vault {
         let cutoff = plan.cutoffNanoseconds
         // Roots: attachments of every receipt. A receipt with pending outbox changes is covered by its
         // attachments; a deleted receipt's push needs no bytes (docs/DESIGN.md, "gc").
-        let (candidates, known, birth) = try catalog.read { db in
-            (try Catalog.unreferencedBlobs(db), try Catalog.blobAddresses(db), try Catalog.birth(db))
-        }
-        for c in candidates {
-            if c.isInline {
-                if c.createdAt * 1_000_000 < cutoff {
-                    plan.blobs.append(.init(sha256: c.id.hex, bytes: c.storedSize, inline: true, hasRow: true))
+        // Streamed: the candidates are the unreferenced rows only, and each blob file is looked up in
+        // the catalog as it is listed, so memory does not grow with the vault (a set of every row's
+        // address took ~100 MB at a million blobs).
+        try catalog.read { db in
+            try Catalog.forEachUnreferencedBlob(db) { c in
+                if c.isInline {
+                    if c.createdAt * 1_000_000 < cutoff {
+                        plan.blobs.append(.init(sha256: c.id.hex, bytes: c.storedSize, inline: true, hasRow: true))
+                    }
+                    return
                 }
-                continue
+                if let st = try FileSystem.status(blobs.path(for: c.id)) {
+                    // A dedup hit refreshes the mtime: the file's age, not the row's, is what counts.
+                    guard st.isRegular, st.mtimeNanoseconds < cutoff else { return }
+                    plan.blobs.append(.init(sha256: c.id.hex, bytes: st.size, inline: false, hasRow: true))
+                } else if c.createdAt * 1_000_000 < cutoff {
+                    plan.blobs.append(.init(sha256: c.id.hex, bytes: 0, inline: false, hasRow: true))
+                }
             }
-            let id = c.id
-            if let st = try FileSystem.status(blobs.path(for: id)) {
-                // A dedup hit refreshes the mtime: the file's age, not the row's, is what counts.
-                guard st.isRegular, st.mtimeNanoseconds < cutoff else { continue }
-                plan.blobs.append(.init(sha256: id.hex, bytes: st.size, inline: false, hasRow: true))
-            } else if c.createdAt * 1_000_000 < cutoff {
-                plan.blobs.append(.init(sha256: id.hex, bytes: 0, inline: false, hasRow: true))
-            }
-        }
-        let birthNanoseconds = (birth ?? 0) * 1_000_000
-        for file in try blobs.enumerate() {
-            guard let id = file.id, !known.contains(id), file.mtimeNanoseconds < cutoff else { continue }
-            if file.mtimeNanoseconds < birthNanoseconds {
-                plan.keptOlderThanCatalog.append(id.hex)
-            } else {
-                plan.blobs.append(.init(sha256: id.hex, bytes: file.storedSize, inline: false, hasRow: false))
+            let birthNanoseconds = (try Catalog.birth(db) ?? 0) * 1_000_000
+            try blobs.forEachFile { file in
+                guard let id = file.id, file.mtimeNanoseconds < cutoff, try !Catalog.hasBlob(db, id) else { return }
+                if file.mtimeNanoseconds < birthNanoseconds {
+                    plan.keptOlderThanCatalog.append(id.hex)
+                } else {
+                    plan.blobs.append(.init(sha256: id.hex, bytes: file.storedSize, inline: false, hasRow: false))
+                }
             }
         }
         for staged in try blobs.interimFiles() where !staged.owned && staged.mtimeNanoseconds < cutoff {

@@ -316,6 +316,7 @@ final class PostgresServerStoreConformanceTests: ServerStoreConformanceTests {
         let store = try await ServerDatabase(url).open(dataPath: folder.file("data"))
         try await store.close()
         let cluster = try PostgresCluster.shared()
+        let current = try XCTUnwrap(Int(try cluster.psql(url, "SELECT version FROM receipt_schema").trimmingCharacters(in: .whitespacesAndNewlines)))
         try cluster.psql(url, "UPDATE receipt_schema SET version = version + 1")
         do {
             let opened = try await ServerDatabase(url).open(dataPath: folder.file("data"))
@@ -324,7 +325,7 @@ final class PostgresServerStoreConformanceTests: ServerStoreConformanceTests {
         } catch let error as ServerError {
             XCTAssertTrue(error.message.contains("newer"), error.message)
         }
-        XCTAssertEqual(try cluster.psql(url, "SELECT version FROM receipt_schema").trimmingCharacters(in: .whitespacesAndNewlines), "2")
+        XCTAssertEqual(try cluster.psql(url, "SELECT version FROM receipt_schema").trimmingCharacters(in: .whitespacesAndNewlines), "\(current + 1)")
     }
 
     func testAnUnreachableDatabaseIsOneClearError() async throws {

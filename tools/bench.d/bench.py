@@ -634,6 +634,10 @@ def main():
     ap.add_argument("--repeat", type=int, default=1, metavar="N",
                     help="best of N runs for the steps that can be repeated (re-import, verify, export)")
     ap.add_argument("--keep", action="store_true", help="keep repositories and vaults under WORK/run")
+    ap.add_argument("--scale", action="store_true",
+                    help="only how each command grows with a vault of 10,000 to 1,000,000 receipts (bench.d/scale.py)")
+    ap.add_argument("--sizes", default="10000,100000,1000000", metavar="N,N,...",
+                    help="vault sizes for --scale (default %(default)s)")
     ap.add_argument("--web", action="store_true",
                     help="only the web view's page latency on a 10,000-receipt zone (tools/bench.d/web.py)")
     a = ap.parse_args()
@@ -645,6 +649,27 @@ def main():
         text = web.run(b.receipt, tempfile.mkdtemp(prefix="web-", dir=os.makedirs(a.work, exist_ok=True) or a.work))
         with open(a.out or os.path.join(a.work, "web-results.md"), "w") as f:
             f.write(text)
+        return
+    if a.scale:
+        import scale
+        try:
+            sizes = sorted({int(x) for x in a.sizes.split(",")})
+        except ValueError:
+            ap.error("--sizes: expected numbers separated by commas, such as 10000,100000")
+        if not sizes or sizes[0] < 1:
+            ap.error("--sizes: every size must be 1 or more")
+        a.timeout = a.timeout or 3600
+        b = Bench(a)
+        os.makedirs(b.work, exist_ok=True)
+        fresh_dir(b.run_dir, RUN_TAG)
+        os.makedirs(b.logs)
+        os.makedirs(b.env["HOME"], exist_ok=True)
+        text = scale.run(b, sizes)
+        print(text)
+        out = a.out or os.path.join(b.work, "scale-results.md")
+        with open(out, "w") as f:
+            f.write(text)
+        b.log("results in %s" % out)
         return
     a.timeout = a.timeout or (180 if a.quick else 900)
     unknown = set(a.tools.split(",")) - set(TOOLS)

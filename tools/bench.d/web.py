@@ -35,7 +35,7 @@ def build_zone(receipt, work, receipts):
     token = json.loads(subprocess.check_output([receipt, "server", "account-add", "bench", "--data", data, "--json"]))["token"]
     subprocess.run([receipt, "server", "passwd", "bench", "--data", data], input="bench-password\n", text=True, check=True)
     server = subprocess.Popen([receipt, "server", "run", "--data", data, "--listen", "127.0.0.1:0", "--json"],
-                              stdout=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     address = json.loads(server.stdout.readline())["listening"]
     for args in (["init"], ["remote", "set", "http://" + address, "--account", "bench", "--token", token],
                  ["import", "--manifest", manifest], ["sync"]):
@@ -65,6 +65,7 @@ def run(receipt, work, receipts=10000, rounds=30):
                  ("merchant filter", "/z/bench/personal?merchant=garage"),
                  ("word search", "/z/bench/personal?q=hardware+note"),
                  ("date range", "/z/bench/personal?from=2023-01-01&to=2023-06-30"),
+                 ("claim status filter", "/z/bench/personal?status=none&page=20"),
                  ("receipt page", "/z/bench/personal/r/" + some_id)]
         rows = []
         for label, path in pages:

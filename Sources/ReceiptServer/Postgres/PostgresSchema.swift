@@ -76,6 +76,63 @@ enum PostgresSchema {
             """,
             "CREATE INDEX possessions_by_blob ON possessions(sha256)",
         ],
+        // Version 2: the web view's passwords, sessions and list rows (PostgresServerStore+Web.swift).
+        [
+            """
+            CREATE TABLE web_passwords (
+                account_id BIGINT PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+                hash TEXT NOT NULL,
+                changed_at BIGINT NOT NULL)
+            """,
+            """
+            CREATE TABLE web_sessions (
+                id_hash TEXT PRIMARY KEY CHECK (length(id_hash) = 64),
+                account_id BIGINT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                csrf TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                expires_at BIGINT NOT NULL)
+            """,
+            "CREATE INDEX web_sessions_by_account ON web_sessions(account_id)",
+            // One row per live record with what the list filters, sorts and sums by, kept by a
+            // trigger on records (every write path keeps it current); gone with its record.
+            """
+            CREATE TABLE web_rows (
+                zone_id BIGINT NOT NULL,
+                id TEXT NOT NULL,
+                date TEXT,
+                created_at BIGINT NOT NULL,
+                merchant TEXT,
+                category TEXT,
+                status TEXT,
+                currency TEXT,
+                total TEXT,
+                words TEXT NOT NULL,
+                PRIMARY KEY (zone_id, id),
+                FOREIGN KEY (zone_id, id) REFERENCES records(zone_id, id) ON DELETE CASCADE)
+            """,
+            "CREATE INDEX web_rows_by_date ON web_rows(zone_id, date DESC NULLS LAST, created_at DESC, id)",
+            "CREATE INDEX web_rows_by_amount ON web_rows(zone_id, currency, total) INCLUDE (date, status, category, merchant)",
+            """
+            CREATE FUNCTION receipt_web_row() RETURNS trigger LANGUAGE plpgsql AS $$
+            DECLARE j jsonb;
+            BEGIN
+                DELETE FROM web_rows WHERE zone_id = NEW.zone_id AND id = NEW.id;
+                IF NEW.payload IS NOT NULL THEN
+                    j := NEW.payload::jsonb;
+                    INSERT INTO web_rows(zone_id, id, date, created_at, merchant, category, status, currency, total, words)
+                    VALUES (NEW.zone_id, NEW.id, j->>'date', coalesce((j->>'createdAt')::bigint, 0), lower(j->>'merchant'),
+                            lower(j->>'category'), j->>'status', j->>'currency', j->>'total',
+                            lower(concat_ws(' ', j->>'merchant', j->>'category', j->>'note', j->>'total', j->>'claim', j->>'tags',
+                                (SELECT string_agg(a->>'filename', ' ')
+                                 FROM jsonb_array_elements(coalesce(j->'attachments', '[]'::jsonb)) a))));
+                END IF;
+                RETURN NULL;
+            END $$
+            """,
+            "CREATE TRIGGER records_web_rows AFTER INSERT OR UPDATE ON records FOR EACH ROW EXECUTE FUNCTION receipt_web_row()",
+            // The rows of a database that had records before version 2 (the trigger writes them).
+            "UPDATE records SET payload = payload WHERE payload IS NOT NULL",
+        ],
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -35,6 +35,15 @@ public protocol ServerStore: AnyObject, Sendable {
     func push(_ request: WirePushRequest, owner: String, name: String, caller: Account) async throws -> WirePushResponse
     func changes(owner: String, name: String, since: String?, limit: Int, caller: Account) async throws -> WireChangesResponse
 
+    // The web view's passwords and sessions (`receipt server passwd|sessions-revoke`).
+    /// Sets the account's web password (and ends its open web sessions).
+    func setPassword(account name: String, password: String) async throws
+    /// Ends every web session of the account; returns how many there were.
+    func revokeSessions(account name: String) async throws -> Int
+
+    /// `receipt server gc`: deletes the blobs no record references and no upload touched within the grace.
+    func collectGarbage(graceSeconds: Int64, dryRun: Bool) async throws -> ServerGCReport
+
     /// Releases the database (connections, file handles).
     func close() async throws
 }

@@ -33,9 +33,13 @@ extension ServerCatalog {
     }
 
     /// Sets the account's web password (and ends its open sessions).
-    public func setPassword(account name: String, password: String) throws {
+    static func validatePassword(_ password: String) throws {
         guard password.utf8.count >= 8 else { throw ServerError.bad("the password must be at least 8 characters long") }
         guard password.utf8.count <= 1024 else { throw ServerError.bad("the password must be at most 1024 bytes long") }
+    }
+
+    public func setPassword(account name: String, password: String) throws {
+        try Self.validatePassword(password)
         let stored = try Self.passwordHash(password, salt: SecureRandom.bytes(16), iterations: Self.passwordIterations)
         try pool.write { db in
             let id = try Self.accountID(db, name)

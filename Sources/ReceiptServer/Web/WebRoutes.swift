@@ -17,10 +17,11 @@ public struct WebOptions: Sendable {
 /// authorization (`ServerCatalog.requireZone`). Bearer tokens are never accepted here, nor
 /// sessions in the sync API.
 struct WebRoutes {
-    let catalog: ServerCatalog
+    let catalog: any WebStore
     let limits: ServerLimits
     let web: WebOptions
     let throttle = WebThrottle()
+    let thumbnails: WebThumbnails
     static let cookieName = "receipt_session"
     static let pageSize = 50
 
@@ -57,6 +58,12 @@ struct WebRoutes {
                 try await file(owner: context.name("owner"), zone: context.name("zone"),
                                id: context.parameters.get("id") ?? "", blob: context.blobID("sha256"),
                                download: request.uri.queryParameters.get("download") != nil, session: session)
+            }
+        }
+        router.get("z/:owner/:zone/r/:id/t/:sha256") { request, context in
+            try await page(request) { session in
+                try await thumbnail(owner: context.name("owner"), zone: context.name("zone"),
+                                    id: context.parameters.get("id") ?? "", blob: context.blobID("sha256"), session: session)
             }
         }
         router.post("z/:owner/:zone/r/:id") { request, context in
@@ -190,9 +197,10 @@ struct WebRoutes {
 
     func zonePage(_ request: Request, context: ServerContext, session: WebSession) async throws -> Response {
         let owner = try context.name("owner"), name = try context.name("zone")
-        let query = request.uri.queryParameters
+        // As a form's GET sends it (`+` for a space), which Hummingbird's queryParameters do not decode.
+        let query = (try? URLEncodedFormDecoder().decode([String: String].self, from: request.uri.query ?? "")) ?? [:]
         func value(_ key: String) -> String? {
-            guard let text = query.get(key)?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+            guard let text = query[key]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
             return text
         }
         var filter = WebFilter()
@@ -201,13 +209,19 @@ struct WebRoutes {
         filter.to = try value("to").map { try Self.checkDate($0, "to") }
         filter.merchant = value("merchant")
         filter.category = value("category")
+        if let status = value("status") {
+            guard WebFilter.statuses.contains(status) else {
+                throw ServerError.bad("the status \(status) is not one of \(WebFilter.statuses.joined(separator: ", "))")
+            }
+            filter.status = status
+        }
         let pageNumber = max(1, Int(value("page") ?? "1") ?? 1)
         let result = try await catalog.webZonePage(owner: owner, name: name, filter: filter,
                                                    offset: (pageNumber - 1) * Self.pageSize, limit: Self.pageSize,
                                                    caller: session.account)
         let base = Self.zonePath(owner, name)
         func pageLink(_ n: Int) -> String {
-            var items = ["q", "from", "to", "merchant", "category"].compactMap { key in value(key).map { URLQueryItem(name: key, value: $0) } }
+            var items = ["q", "from", "to", "merchant", "category", "status"].compactMap { key in value(key).map { URLQueryItem(name: key, value: $0) } }
             items.append(URLQueryItem(name: "page", value: "\(n)"))
             var components = URLComponents()
             components.path = base
@@ -215,9 +229,11 @@ struct WebRoutes {
             return components.string ?? base
         }
         let receipts: [[String: Any]] = result.receipts.map { row in
-            ["href": "\(base)/r/\(row.id)", "date": row.receipt.date ?? "", "merchant": row.receipt.merchant ?? "(no merchant)",
+            var values: [String: Any] = ["href": "\(base)/r/\(row.id)", "date": row.receipt.date ?? "", "merchant": row.receipt.merchant ?? "(no merchant)",
              "category": row.receipt.category ?? "", "total": row.receipt.total ?? "", "currency": row.receipt.currency ?? "",
-             "files": row.receipt.attachments.count]
+             "files": row.receipt.attachments.count, "status": row.receipt.status ?? ""]
+            if let first = row.receipt.attachments.first { values["thumb"] = "\(base)/r/\(row.id)/t/\(first.sha256)" }
+            return values
         }
         var values: [String: Any] = [
             "label": Self.label(owner, name, session), "role": result.zone.role.rawValue, "href": base,
@@ -226,6 +242,8 @@ struct WebRoutes {
             "hasTotals": !result.totals.isEmpty, "canWrite": result.zone.role != .read, "csrf": session.csrf,
             "filter": ["q": value("q") ?? "", "from": filter.from ?? "", "to": filter.to ?? "",
                        "merchant": filter.merchant ?? "", "category": filter.category ?? ""],
+            "statuses": [["value": "", "label": "any", "selected": filter.status == nil]]
+                + WebFilter.statuses.map { ["value": $0, "label": $0, "selected": filter.status == $0] },
         ]
         if pageNumber > 1 { values["previous"] = pageLink(pageNumber - 1) }
         if pageNumber * Self.pageSize < result.matching { values["next"] = pageLink(pageNumber + 1) }
@@ -240,13 +258,16 @@ struct WebRoutes {
             "zoneHref": Self.zonePath(owner, name), "zoneLabel": Self.label(owner, name, session), "href": href,
             "id": row.id, "changeTag": row.changeTag, "merchant": r.merchant ?? "(no merchant)", "date": r.date ?? "",
             "total": r.total ?? "", "currency": r.currency ?? "", "category": r.category ?? "", "note": r.note ?? "",
-            "tags": r.tags.joined(separator: ", "), "canWrite": zone.role != .read, "csrf": session.csrf,
+            "tags": r.tags.joined(separator: ", "), "status": r.status ?? "none", "canWrite": zone.role != .read, "csrf": session.csrf,
             "attachments": r.attachments.map { a -> [String: Any] in
                 ["href": "\(href)/f/\(a.sha256)", "filename": a.filename, "mediaType": a.mediaType, "size": a.size,
                  "isImage": WebFiles.inlineImageTypes.contains(a.mediaType), "isPDF": a.mediaType == "application/pdf"]
             },
         ]
         if let message { values["message"] = message }
+        // Absent rather than empty: a Mustache section shows for any string, the empty one too.
+        if let claim = r.claim { values["claim"] = claim }
+        if let day = r.reimbursedOn { values["reimbursedOn"] = day }
         return html(WebTemplates.render("receipt", values), title: r.merchant ?? "Receipt", session: session)
     }
 
@@ -256,6 +277,24 @@ struct WebRoutes {
         guard let attachment = row.receipt.attachments.first(where: { $0.sha256 == blob.hex }),
               catalog.blobs.contains(blob) else { throw ServerError.notFound("blob \(blob)") }
         return WebFiles.send(attachment, id: blob, store: catalog.blobs, download: download)
+    }
+
+    /// The first page of an image or PDF attachment, small; the placeholder when there is none.
+    func thumbnail(owner: String, zone name: String, id: String, blob: BlobID, session: WebSession) async throws -> Response {
+        let (_, row) = try await catalog.webReceipt(owner: owner, name: name, id: id, caller: session.account)
+        guard let attachment = row.receipt.attachments.first(where: { $0.sha256 == blob.hex }) else {
+            throw ServerError.notFound("blob \(blob)")
+        }
+        let made = catalog.blobs.contains(blob) ? await thumbnails.thumbnail(blob, mediaType: attachment.mediaType) : .placeholder
+        if case .png(let path) = made, let bytes = FileManager.default.contents(atPath: path) {
+            // Derived from content-addressed bytes: never changes, so the browser may keep it.
+            return Response(status: .ok, headers: [.contentType: "image/png", .cacheControl: "private, max-age=86400",
+                                                   .xContentTypeOptions: "nosniff", .contentSecurityPolicy: "default-src 'none'"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+        }
+        return Response(status: .ok, headers: [.contentType: "image/svg+xml", .cacheControl: "no-store",
+                                               .xContentTypeOptions: "nosniff", .contentSecurityPolicy: "default-src 'none'"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(string: WebThumbnails.placeholderSVG)))
     }
 
     // MARK: Helpers

@@ -77,14 +77,15 @@ enum WebTemplates {
     <label>To <input name="to" type="date" value="{{filter.to}}"></label>
     <label>Merchant <input name="merchant" value="{{filter.merchant}}"></label>
     <label>Category <input name="category" value="{{filter.category}}"></label>
+    <label>Claim <select name="status">{{#statuses}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/statuses}}</select></label>
     <button type="submit">Filter</button>
     </form>
     {{#hasReceipts}}
     <table class="receipts">
     <caption>Receipts, newest first</caption>
-    <thead><tr><th scope="col">Date</th><th scope="col">Merchant</th><th scope="col">Category</th><th scope="col" class="num">Total</th><th scope="col">Files</th></tr></thead>
+    <thead><tr><th scope="col"><span class="sr">Image</span></th><th scope="col">Date</th><th scope="col">Merchant</th><th scope="col">Category</th><th scope="col" class="num">Total</th><th scope="col">Claim</th><th scope="col">Files</th></tr></thead>
     <tbody>
-    {{#receipts}}<tr><td>{{date}}</td><td><a href="{{href}}">{{merchant}}</a></td><td>{{category}}</td><td class="num">{{total}} {{currency}}</td><td>{{files}}</td></tr>
+    {{#receipts}}<tr><td class="thumb">{{#thumb}}<img src="{{thumb}}" alt="" width="64" height="64" loading="lazy">{{/thumb}}</td><td>{{date}}</td><td><a href="{{href}}">{{merchant}}</a></td><td>{{category}}</td><td class="num">{{total}} {{currency}}</td><td>{{status}}</td><td>{{files}}</td></tr>
     {{/receipts}}
     </tbody>
     </table>
@@ -130,6 +131,7 @@ enum WebTemplates {
     <dt>Category</dt><dd>{{category}}</dd>
     <dt>Note</dt><dd>{{note}}</dd>
     <dt>Tags</dt><dd>{{tags}}</dd>
+    <dt>Claim</dt><dd>{{status}}{{#claim}} · {{claim}}{{/claim}}{{#reimbursedOn}} · reimbursed on {{reimbursedOn}}{{/reimbursedOn}}</dd>
     <dt>Id</dt><dd><code>{{id}}</code></dd>
     </dl>
     <h2>Attachments</h2>
@@ -172,7 +174,7 @@ enum WebTemplates {
              border-bottom: 1px solid #8884; padding: .5rem 0; }
     header form { margin: 0; }
     a { color: var(--accent); }
-    a:focus, button:focus, input:focus { outline: 3px solid #e5a50a; outline-offset: 2px; }
+    a:focus, button:focus, input:focus, select:focus { outline: 3px solid #e5a50a; outline-offset: 2px; }
     .skip { position: absolute; left: -999px; }
     .skip:focus { left: 1rem; top: 1rem; background: Canvas; padding: .5rem; }
     table { border-collapse: collapse; width: 100%; margin: 1rem 0; }
@@ -182,7 +184,7 @@ enum WebTemplates {
     .stack { display: grid; gap: .4rem; max-width: 28rem; }
     .filters { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; }
     .filters label { display: grid; }
-    input, button { font: inherit; padding: .4rem; }
+    input, select, button { font: inherit; padding: .4rem; }
     button { background: var(--accent); color: white; border: 0; border-radius: 4px; padding: .45rem 1rem; cursor: pointer; }
     .error { color: #c01c28; font-weight: bold; }
     .notice { color: #26a269; font-weight: bold; }
@@ -193,6 +195,8 @@ enum WebTemplates {
     dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; }
     dd { margin: 0; }
     .pages { display: flex; gap: 1rem; }
-    @media (max-width: 40rem) { .receipts th:nth-child(3), .receipts td:nth-child(3) { display: none; } }
+    .thumb img { width: 4rem; height: 4rem; object-fit: contain; border: 0; }
+    .sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+    @media (max-width: 40rem) { .receipts th:nth-child(4), .receipts td:nth-child(4) { display: none; } }
     """
 }

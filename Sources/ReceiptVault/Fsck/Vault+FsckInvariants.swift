@@ -20,10 +20,15 @@ extension Vault {
         // Files before the catalog: an import installs before it commits, so a file listed here has
         // its row in the snapshot below or committed later (which the re-check at the end catches).
         let files = try blobs.enumerate()
+        // Nothing here is held per row of the vault: inline blobs are checked by the pass below, the
+        // receipts of a blob are looked up only for a blob with a problem, and a file is looked up in
+        // the catalog as it is listed (a dictionary of every attachment and a set of every address took
+        // ~200 MB at a million receipts).
         struct Snapshot {
+            /// Blobs kept in files: these, and the files no row records, are verified below.
             var rows: [RowInfo] = []
+            var unrecorded: [BlobFile] = []
             var badRows: [(String, String)] = []
-            var refs: [String: [String]] = [:]
             var dangling: [String: [String]] = [:]
             var foreignKeys: [(table: String, rowid: Int64?, parent: String)] = []
         }
@@ -37,10 +42,14 @@ extension Vault {
                     s.badRows.append((sha, encodingText))
                     continue
                 }
-                s.rows.append(RowInfo(id: id, size: row[1], storedSize: row[2], encoding: encoding, inline: row[4]))
+                let inline: Bool = row[4]
+                if !inline { s.rows.append(RowInfo(id: id, size: row[1], storedSize: row[2], encoding: encoding, inline: false)) }
             }
-            let refs = try Row.fetchCursor(db, sql: "SELECT sha256, receiptID FROM attachments ORDER BY sha256, position, receiptID")
-            while let row = try refs.next() { s.refs[row[0], default: []].append(row[1]) }
+            let recorded = try db.makeStatement(sql: "SELECT 1 FROM blobs WHERE sha256 = ?")
+            for file in files {
+                guard let id = file.id, try Bool.fetchOne(recorded, arguments: [id.hex]) == nil else { continue }
+                s.unrecorded.append(file)
+            }
             let dangling = try Row.fetchCursor(db, sql: """
                 SELECT a.sha256, a.receiptID FROM attachments a
                 WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = a.sha256) ORDER BY a.sha256, a.receiptID
@@ -54,7 +63,14 @@ extension Vault {
             }
             return s
         }
-        func receipts(_ id: String) -> [String] { snap.refs[id] ?? [] }
+        /// The receipts that refer to a blob (asked only for a blob with a problem).
+        let catalog = self.catalog
+        @Sendable func receipts(_ id: String) -> [String] {
+            (try? catalog.read { db in
+                try String.fetchAll(db.cachedStatement(sql: "SELECT receiptID FROM attachments WHERE sha256 = ? ORDER BY position, receiptID"),
+                                    arguments: [id])
+            }) ?? []
+        }
 
         for (sha, encoding) in snap.badRows {
             sink.emit(FsckProblem(.catalog, sha256: sha, receipts: receipts(sha),
@@ -94,33 +110,32 @@ extension Vault {
         }
 
         // External blobs and files no row records, verified two (or `workers`) at a time.
-        let known = Set(snap.rows.map(\.id))
         var items: [VerifyItem] = []
-        for row in snap.rows where !row.inline {
+        for row in snap.rows {
             items.append(VerifyItem(id: row.id, path: blobs.path(for: row.id), recorded: row.encoding,
                                     size: row.size, storedSize: row.storedSize))
         }
-        for file in files {
-            guard let id = file.id, !known.contains(id) else { continue }
+        for file in snap.unrecorded {
+            guard let id = file.id else { continue }
             items.append(VerifyItem(id: id, path: file.path, recorded: nil, size: file.storedSize, storedSize: file.storedSize))
         }
         items.sort { $0.storedSize > $1.storedSize }  // largest first: the workers finish together
         // Without --repair, a row's problem is reported the moment its file is verified; with it,
         // once its repair was tried.
-        let refsByBlob = snap.refs
         let outcomes = await Self.verifyAll(items, store: blobs, quick: options.quick, workers: options.workers, sink: sink) { item, outcome in
-            guard !repair, item.recorded != nil,
-                  let problem = Self.rowProblem(item, outcome, refs: refsByBlob[item.id.hex] ?? []) else { return }
+            guard !repair, item.recorded != nil, Self.rowProblem(item, outcome, refs: []) != nil,
+                  let problem = Self.rowProblem(item, outcome, refs: receipts(item.id.hex)) else { return }
             sink.emit(problem)
         }
 
         var orphans: [(VerifyItem, VerifyOutcome)] = []
         for (item, outcome) in zip(items, outcomes) {
-            let refs = receipts(item.id.hex)
             if item.recorded == nil {
                 orphans.append((item, outcome))
                 continue
             }
+            guard repair, Self.rowProblem(item, outcome, refs: []) != nil else { continue }
+            let refs = receipts(item.id.hex)
             guard repair, var problem = Self.rowProblem(item, outcome, refs: refs) else { continue }
             switch outcome {
             case .good, .unhashed:

@@ -1,0 +1,143 @@
+import BlobStore
+import Foundation
+import PostgresNIO
+import ReceiptWire
+
+/// The web view's passwords, sessions and reads in PostgreSQL: the same rules, hashes and answers
+/// as the embedded catalog's (WebAccounts.swift, WebQueries.swift).
+extension PostgresServerStore {
+    public func setPassword(account name: String, password: String) async throws {
+        try ServerCatalog.validatePassword(password)
+        let stored = try ServerCatalog.passwordHash(password, salt: SecureRandom.bytes(16), iterations: ServerCatalog.passwordIterations)
+        try await transaction { db in
+            let id = try await Self.accountID(db, name)
+            try await db.run("""
+                INSERT INTO web_passwords(account_id, hash, changed_at) VALUES (\(id), \(stored), \(Self.now()))
+                ON CONFLICT (account_id) DO UPDATE SET hash = excluded.hash, changed_at = excluded.changed_at
+                """)
+            try await db.run("DELETE FROM web_sessions WHERE account_id = \(id)")
+        }
+    }
+
+    public func revokeSessions(account name: String) async throws -> Int {
+        try await transaction { db in
+            let id = try await Self.accountID(db, name)
+            return try await db.run("DELETE FROM web_sessions WHERE account_id = \(id) RETURNING 1")
+        }
+    }
+
+    func checkPassword(account name: String, password: String) async throws -> Account? {
+        let row = try await transaction { db in
+            try await db.rows("""
+                SELECT a.id, a.name, p.hash FROM accounts a JOIN web_passwords p ON p.account_id = a.id WHERE a.name = \(name)
+                """).first.map { try $0.decode((Int64, String, String).self) }
+        }
+        guard let (id, account, hash) = row else {
+            _ = ServerCatalog.passwordMatches(password, stored: ServerCatalog.decoyHash)
+            return nil
+        }
+        guard ServerCatalog.passwordMatches(password, stored: hash) else { return nil }
+        return Account(id: id, name: account, tokenID: 0)
+    }
+
+    func openSession(for account: Account) async throws -> String {
+        let id = SecureRandom.hex(32)
+        let hash = ServerCatalog.tokenHash(id), csrf = SecureRandom.hex(32)
+        try await transaction { db in
+            let now = Self.now()
+            try await db.run("DELETE FROM web_sessions WHERE expires_at <= \(now)")
+            try await db.run("""
+                INSERT INTO web_sessions(id_hash, account_id, csrf, created_at, expires_at)
+                VALUES (\(hash), \(account.id), \(csrf), \(now), \(now + ServerCatalog.sessionLifetimeMilliseconds))
+                """)
+        }
+        return id
+    }
+
+    func session(_ id: String) async throws -> WebSession? {
+        guard id.utf8.count == 64 else { return nil }
+        let hash = ServerCatalog.tokenHash(id)
+        return try await transaction { db in
+            guard let row = try await db.rows("""
+                SELECT a.id, a.name, s.csrf FROM web_sessions s JOIN accounts a ON a.id = s.account_id
+                WHERE s.id_hash = \(hash) AND s.expires_at > \(Self.now())
+                """).first else { return nil }
+            let (accountID, name, csrf) = try row.decode((Int64, String, String).self)
+            return WebSession(account: Account(id: accountID, name: name, tokenID: 0), csrf: csrf)
+        }
+    }
+
+    func closeSession(_ id: String) async throws {
+        let hash = ServerCatalog.tokenHash(id)
+        try await transaction { db in try await db.run("DELETE FROM web_sessions WHERE id_hash = \(hash)") }
+    }
+
+    func webZone(owner: String, name: String, caller: Account) async throws -> VisibleZone {
+        try await transaction { db in try await Self.requireZone(db, owner: owner, name: name, caller: caller) }
+    }
+
+    func webReceipt(owner: String, name: String, id: String, caller: Account) async throws -> (VisibleZone, WebReceiptRow) {
+        guard WireName.isValidRecordID(id) else { throw ServerError.notFound("receipt \(id)") }
+        return try await transaction { db in
+            let zone = try await Self.requireZone(db, owner: owner, name: name, caller: caller)
+            guard let row = try await db.rows("""
+                SELECT change_tag, payload FROM records WHERE zone_id = \(zone.id) AND id = \(id) AND payload IS NOT NULL
+                """).first else { throw ServerError.notFound("receipt \(id)") }
+            let (tag, payload) = try row.decode((String, String).self)
+            let receipt = try JSONDecoder().decode(WireReceipt.self, from: Data(payload.utf8))
+            return (zone, WebReceiptRow(id: id, changeTag: tag, receipt: receipt))
+        }
+    }
+
+    /// One page from `web_rows` (the date index), then those records' payloads; the count and
+    /// totals of every match in one grouped pass.
+    func webZonePage(owner: String, name: String, filter: WebFilter, offset: Int, limit: Int,
+                     caller: Account) async throws -> WebZonePage {
+        try await transaction { db in
+            let zone = try await Self.requireZone(db, owner: owner, name: name, caller: caller)
+            var binds = PostgresBindings()
+            var clauses: [String] = []
+            // Each clause has at most one `?`, numbered here after the binds before it.
+            func add(_ sql: String, _ value: String? = nil) {
+                guard let value else { return clauses.append(sql) }
+                binds.append(value)
+                clauses.append(sql.replacingOccurrences(of: "?", with: "$\(binds.count)"))
+            }
+            binds.append(zone.id)
+            clauses.append("w.zone_id = $1")
+            if let from = filter.from { add("w.date >= ?", from) }
+            if let to = filter.to { add("w.date <= ?", to) }
+            if let merchant = filter.merchant { add("strpos(w.merchant, lower(?)) > 0", merchant) }
+            if let category = filter.category { add("w.category = lower(?)", category) }
+            if let status = filter.status {
+                status == "none" ? add("w.status IS NULL") : add("w.status = ?", status)
+            }
+            // Extracted text is kept in the embedded catalog only so far (ServerCatalog.blobTextTable).
+            for word in filter.words { add("strpos(w.words, lower(?)) > 0", word) }
+            let whereSQL = clauses.joined(separator: " AND ")
+            var pageBinds = binds
+            pageBinds.append(limit)
+            pageBinds.append(offset)
+            let rows = try await db.rows(PostgresQuery(unsafeSQL: """
+                SELECT r.id, r.change_tag, r.payload
+                FROM (SELECT w.zone_id, w.id, w.date, w.created_at FROM web_rows w WHERE \(whereSQL)
+                      ORDER BY w.date DESC NULLS LAST, w.created_at DESC, w.id LIMIT $\(binds.count + 1) OFFSET $\(binds.count + 2)) p
+                JOIN records r ON r.zone_id = p.zone_id AND r.id = p.id
+                ORDER BY p.date DESC NULLS LAST, p.created_at DESC, p.id
+                """, binds: pageBinds))
+            let decoder = JSONDecoder()
+            let receipts = try rows.map { row in
+                let (id, tag, payload) = try row.decode((String, String, String).self)
+                return WebReceiptRow(id: id, changeTag: tag, receipt: try decoder.decode(WireReceipt.self, from: Data(payload.utf8)))
+            }
+            var totals = WebTotals()
+            for row in try await db.rows(PostgresQuery(unsafeSQL: """
+                SELECT w.total, w.currency, count(*) FROM web_rows w WHERE \(whereSQL) GROUP BY w.currency, w.total
+                """, binds: binds)) {
+                let (total, currency, count) = try row.decode((String?, String?, Int64).self)
+                totals.add(total: total, currency: currency, count: Int(count))
+            }
+            return WebZonePage(zone: zone, receipts: receipts, matching: totals.matching, totals: totals.totals)
+        }
+    }
+}

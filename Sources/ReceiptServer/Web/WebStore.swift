@@ -1,0 +1,24 @@
+import BlobStore
+import ReceiptWire
+
+/// What the web view needs of a server catalog beyond the sync API's operations: password checks,
+/// sessions and the list's reads. Both catalogs implement it (the embedded SQLite one in
+/// WebAccounts.swift and WebQueries.swift, PostgreSQL's in PostgresServerStore+Web.swift), under
+/// the same `requireZone` rule as the sync API.
+protocol WebStore: ServerStore {
+    /// The account when `password` is its web password, else nil (an unknown account costs the same).
+    func checkPassword(account name: String, password: String) async throws -> Account?
+    /// Opens a session; returns the id to put in the cookie (only its hash is stored).
+    func openSession(for account: Account) async throws -> String
+    /// The live session with this cookie value.
+    func session(_ id: String) async throws -> WebSession?
+    func closeSession(_ id: String) async throws
+
+    func webZonePage(owner: String, name: String, filter: WebFilter, offset: Int, limit: Int,
+                     caller: Account) async throws -> WebZonePage
+    func webReceipt(owner: String, name: String, id: String, caller: Account) async throws -> (VisibleZone, WebReceiptRow)
+    func webZone(owner: String, name: String, caller: Account) async throws -> VisibleZone
+}
+
+extension ServerCatalog: WebStore {}
+extension PostgresServerStore: WebStore {}

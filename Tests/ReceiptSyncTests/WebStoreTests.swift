@@ -1,0 +1,284 @@
+import BlobStore
+import Foundation
+@testable import ReceiptServer
+import ReceiptWire
+import TestSupport
+import XCTest
+
+/// The web view's operations over a real server catalog — the list's filters, word search, order,
+/// paging and totals, kept current through every write; passwords and sessions; server gc — run
+/// here against the embedded SQLite catalog and by PostgresWebStoreTests against a real PostgreSQL.
+class WebStoreTests: XCTestCase {
+    var folder: TemporaryFolder!
+    var stores: [any WebStore] = []
+
+    override func setUp() async throws { folder = TemporaryFolder("receipt-web-store") }
+
+    override func tearDown() async throws {
+        for store in stores { try? await store.close() }
+        stores = []
+        folder = nil
+    }
+
+    /// nil for the embedded catalog, else a `postgres://` URL.
+    func database() throws -> String? { nil }
+
+    func openStore() async throws -> any WebStore {
+        let opened = try await ServerDatabase(try database()).open(dataPath: folder.file("data"))
+        let store = try XCTUnwrap(opened as? any WebStore)
+        stores.append(store)
+        return store
+    }
+
+    func account(_ store: any WebStore, _ name: String) async throws -> Account {
+        let token = try await store.addAccount(name, quota: nil)
+        let found = try await store.authenticate(token: token)
+        return try XCTUnwrap(found)
+    }
+
+    func assertServerError<T>(_ code: Int, _ body: () async throws -> T, file: StaticString = #filePath, line: UInt = #line) async {
+        do {
+            _ = try await body()
+            XCTFail("expected a \(code) refusal", file: file, line: line)
+        } catch let error as ServerError {
+            XCTAssertEqual(error.code, code, error.message, file: file, line: line)
+        } catch {
+            XCTFail("expected a ServerError \(code), got \(error)", file: file, line: line)
+        }
+    }
+
+    func id(_ n: Int) -> String { WebFixtures.id(n) }
+
+    func receipt(_ merchant: String, date: String?, total: String?, currency: String? = "EUR", status: String? = nil,
+                 note: String? = nil, claim: String? = nil, file: String = "scan.jpg") -> WireReceipt {
+        WebFixtures.receipt(merchant, date: date, total: total, currency: currency, status: status, note: note, claim: claim, file: file)
+    }
+
+    func household(_ store: any WebStore) async throws -> Account { try await WebFixtures.household(store) }
+
+    func testFiltersWordsOrderAndTotalsFollowEveryWrite() async throws {
+        let store = try await openStore()
+        let olga = try await household(store)
+        let records = [
+            WirePushRecord(id: id(1), baseTag: nil, receipt: receipt("Bakery", date: "2026-01-02", total: "1.10")),
+            WirePushRecord(id: id(2), baseTag: nil, receipt: receipt("Pharmacy", date: "2026-03-01", total: "20.00",
+                                                                     status: "submitted", note: "Flu shot", claim: "HSA-7")),
+            WirePushRecord(id: id(3), baseTag: nil, receipt: receipt("Garage", date: nil, total: "0.90", file: "tyres.pdf")),
+            WirePushRecord(id: id(4), baseTag: nil, receipt: receipt("Cab", date: "2026-02-01", total: "5.00", currency: "USD",
+                                                                     status: "reimbursed")),
+        ]
+        let pushed = try await store.push(WirePushRequest(records: records), owner: "olga", name: "home", caller: olga)
+        XCTAssertEqual(pushed.results.map(\.status), [.saved, .saved, .saved, .saved])
+
+        func page(_ filter: WebFilter, offset: Int = 0, limit: Int = 50) async throws -> WebZonePage {
+            try await store.webZonePage(owner: "olga", name: "home", filter: filter, offset: offset, limit: limit, caller: olga)
+        }
+        func merchants(_ filter: WebFilter) async throws -> [String] {
+            try await page(filter).receipts.compactMap(\.receipt.merchant)
+        }
+        // Newest date first, the undated last; totals exact per currency.
+        let all = try await page(WebFilter())
+        XCTAssertEqual(all.receipts.compactMap(\.receipt.merchant), ["Pharmacy", "Cab", "Bakery", "Garage"])
+        XCTAssertEqual(all.matching, 4)
+        XCTAssertEqual(all.totals.map(\.currency), ["EUR", "USD"])
+        XCTAssertEqual(all.totals.map(\.total), [Decimal(string: "22.00"), Decimal(string: "5.00")])
+        let second = try await page(WebFilter(), offset: 2, limit: 2)
+        XCTAssertEqual(second.receipts.compactMap(\.receipt.merchant), ["Bakery", "Garage"])
+        XCTAssertEqual(second.matching, 4)
+
+        var filter = WebFilter()
+        filter.status = "none"
+        let unclaimed = try await merchants(filter)
+        XCTAssertEqual(unclaimed, ["Bakery", "Garage"])
+        filter.status = "submitted"
+        let submitted = try await merchants(filter)
+        XCTAssertEqual(submitted, ["Pharmacy"])
+        filter = WebFilter(words: ["flu", "hsa-7"])
+        let words = try await merchants(filter)
+        XCTAssertEqual(words, ["Pharmacy"], "every word, in any field, whatever the case")
+        filter = WebFilter(words: ["TYRES"])
+        let byFile = try await merchants(filter)
+        XCTAssertEqual(byFile, ["Garage"], "an attachment's file name is searched")
+        filter = WebFilter(from: "2026-01-15", to: "2026-02-28")
+        let dated = try await page(filter)
+        XCTAssertEqual(dated.receipts.compactMap(\.receipt.merchant), ["Cab"])
+        XCTAssertEqual(dated.totals.map(\.currency), ["USD"])
+        filter = WebFilter(merchant: "RMAC")
+        let byMerchant = try await merchants(filter)
+        XCTAssertEqual(byMerchant, ["Pharmacy"])
+
+        // An edit and a delete through the sync path change what the list finds.
+        let tags = Dictionary(uniqueKeysWithValues: pushed.results.map { ($0.id, $0.changeTag) })
+        let edit = WirePushRecord(id: id(1), baseTag: tags[id(1)] ?? nil,
+                                  receipt: receipt("Bakery", date: "2026-01-02", total: "1.10", status: "denied", note: "birthday cake"))
+        let delete = WirePushRecord(id: id(2), baseTag: tags[id(2)] ?? nil, receipt: nil)
+        let changed = try await store.push(WirePushRequest(records: [edit, delete]), owner: "olga", name: "home", caller: olga)
+        XCTAssertEqual(changed.results.map(\.status), [.saved, .saved])
+        filter = WebFilter(words: ["cake"])
+        let edited = try await merchants(filter)
+        XCTAssertEqual(edited, ["Bakery"])
+        filter = WebFilter(status: "denied")
+        let denied = try await merchants(filter)
+        XCTAssertEqual(denied, ["Bakery"])
+        let after = try await page(WebFilter())
+        XCTAssertEqual(after.receipts.compactMap(\.receipt.merchant), ["Cab", "Bakery", "Garage"])
+        XCTAssertEqual(after.totals.map(\.total), [Decimal(string: "2.00"), Decimal(string: "5.00")])
+    }
+
+    func testPasswordsSessionsAndTheirRevocation() async throws {
+        let store = try await openStore()
+        let olga = try await account(store, "olga")
+        await assertServerError(400) { try await store.setPassword(account: "olga", password: "short") }
+        await assertServerError(404) { try await store.setPassword(account: "nobody", password: "long enough") }
+        try await store.setPassword(account: "olga", password: "correct horse")
+        let wrong = try await store.checkPassword(account: "olga", password: "wrong horse")
+        XCTAssertNil(wrong)
+        let unknown = try await store.checkPassword(account: "nobody", password: "correct horse")
+        XCTAssertNil(unknown)
+        let right = try await store.checkPassword(account: "olga", password: "correct horse")
+        XCTAssertEqual(right?.id, olga.id)
+        let first = try await store.openSession(for: olga), second = try await store.openSession(for: olga)
+        let live = try await store.session(first)
+        XCTAssertEqual(live?.account.name, "olga")
+        XCTAssertEqual(live?.csrf.count, 64)
+        let forged = try await store.session(String(repeating: "0", count: 64))
+        XCTAssertNil(forged)
+        try await store.closeSession(first)
+        let closed = try await store.session(first)
+        XCTAssertNil(closed)
+        let revoked = try await store.revokeSessions(account: "olga")
+        XCTAssertEqual(revoked, 1)
+        let gone = try await store.session(second)
+        XCTAssertNil(gone)
+        let third = try await store.openSession(for: olga)
+        try await store.setPassword(account: "olga", password: "another horse")
+        let afterChange = try await store.session(third)
+        XCTAssertNil(afterChange, "a new password ends the open sessions")
+    }
+
+    func testReceiptPagesAndZonesAnswer404ToOutsiders() async throws {
+        let store = try await openStore()
+        let olga = try await household(store)
+        let otto = try await account(store, "otto")
+        let rita = try await account(store, "rita")
+        try await store.share(owner: "olga", name: "home", with: "rita", role: .read, caller: olga)
+        let pushed = try await store.push(WirePushRequest(records: [
+            WirePushRecord(id: id(1), baseTag: nil, receipt: receipt("Bakery", date: "2026-01-02", total: "1.10"))]),
+            owner: "olga", name: "home", caller: olga)
+        XCTAssertEqual(pushed.results.map(\.status), [.saved])
+        let (zone, row) = try await store.webReceipt(owner: "olga", name: "home", id: id(1), caller: rita)
+        XCTAssertEqual(zone.role, .read)
+        XCTAssertEqual(row.receipt.merchant, "Bakery")
+        await assertServerError(404) { try await store.webReceipt(owner: "olga", name: "home", id: self.id(1), caller: otto) }
+        await assertServerError(404) { try await store.webZone(owner: "olga", name: "home", caller: otto) }
+        await assertServerError(404) {
+            try await store.webZonePage(owner: "olga", name: "home", filter: WebFilter(), offset: 0, limit: 50, caller: otto)
+        }
+        await assertServerError(404) { try await store.webReceipt(owner: "olga", name: "home", id: self.id(9), caller: olga) }
+    }
+
+    func testServerGCRemovesUnreferencedBlobsAndTheirThumbnails() async throws {
+        let store = try await openStore()
+        let olga = try await account(store, "olga")
+        _ = try await store.createZone(owner: "olga", name: "home", caller: olga)
+        let kept = try store.blobs.write(bytes: Array("kept".utf8), compression: .none)
+        let loose = try store.blobs.write(bytes: Array("loose".utf8), compression: .none)
+        try await store.registerUploads([(kept.id, kept.size), (loose.id, loose.size)], caller: olga)
+        var attached = receipt("Bakery", date: nil, total: nil)
+        attached.attachments = [WireAttachment(sha256: kept.id.hex, size: kept.size, filename: "a.jpg", mediaType: "image/jpeg")]
+        _ = try await store.push(WirePushRequest(records: [WirePushRecord(id: id(1), baseTag: nil, receipt: attached)]),
+                                 owner: "olga", name: "home", caller: olga)
+        let thumbs = folder.file("data") + "/thumbs/" + loose.id.fanOut
+        try FileManager.default.createDirectory(atPath: thumbs, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: thumbs + "/" + loose.id.hex + ".png", contents: Data([1]))
+        let plan = try await store.collectGarbage(graceSeconds: 0, dryRun: true)
+        XCTAssertEqual(plan.blobs.map(\.sha256), [loose.id.hex])
+        XCTAssertTrue(store.blobs.contains(loose.id), "a dry run removes nothing")
+        let done = try await store.collectGarbage(graceSeconds: 0, dryRun: false)
+        XCTAssertEqual(done.removedBlobs, 1)
+        XCTAssertFalse(store.blobs.contains(loose.id))
+        XCTAssertTrue(store.blobs.contains(kept.id))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: thumbs + "/" + loose.id.hex + ".png"))
+        let graced = try await store.collectGarbage(graceSeconds: 3600, dryRun: false)
+        XCTAssertEqual(graced.removedBlobs, 0)
+    }
+}
+
+/// The same, with the catalog in a real PostgreSQL (a throwaway cluster; fails when it cannot start).
+final class PostgresWebStoreTests: WebStoreTests {
+    var url: String?
+
+    override func database() throws -> String? {
+        if let url { return url }
+        url = try PostgresCluster.shared().createDatabase()
+        return url
+    }
+
+    /// The list rows, passwords and sessions are PostgreSQL tables, kept by its own trigger.
+    func testTheWebTablesLiveInPostgreSQL() async throws {
+        let store = try await openStore()
+        let olga = try await household(store)
+        _ = try await store.push(WirePushRequest(records: [
+            WirePushRecord(id: id(1), baseTag: nil, receipt: receipt("Bakery", date: "2026-01-02", total: "1.10", note: "Rye"))]),
+            owner: "olga", name: "home", caller: olga)
+        try await store.setPassword(account: "olga", password: "correct horse")
+        _ = try await store.openSession(for: olga)
+        let url = try XCTUnwrap(try database())
+        let rows = try PostgresCluster.shared().psql(url, """
+            SELECT (SELECT words FROM web_rows) || '|' || (SELECT count(*) FROM web_sessions) || '|' ||
+                   (SELECT split_part(hash, '$', 1) FROM web_passwords)
+            """)
+        XCTAssertEqual(rows.trimmingCharacters(in: .whitespacesAndNewlines), "bakery rye 1.10 [] scan.jpg|1|pbkdf2-sha256")
+    }
+}
+
+/// Word searches reach the text the server keeps for blobs (embedded catalog), once that table exists.
+final class WebTextSearchTests: XCTestCase {
+    func testWordsAreFoundInTheExtractedTextOnceTheServerKeepsIt() async throws {
+        let folder = TemporaryFolder("receipt-web-text")
+        let store = try ServerCatalog(dataPath: folder.file("data"))
+        defer { try? store.close() }
+        let olga = try await WebFixtures.household(store)
+        _ = try await store.push(WirePushRequest(records: [
+            WirePushRecord(id: WebFixtures.id(1), baseTag: nil, receipt: WebFixtures.receipt("Bakery", date: "2026-01-02", total: "1.10")),
+            WirePushRecord(id: WebFixtures.id(2), baseTag: nil, receipt: WebFixtures.receipt("Cab", date: nil, total: nil))]),
+            owner: "olga", name: "home", caller: olga)
+        func merchants(_ filter: WebFilter) async throws -> [String] {
+            try await store.webZonePage(owner: "olga", name: "home", filter: filter, offset: 0, limit: 50, caller: olga)
+                .receipts.compactMap(\.receipt.merchant)
+        }
+        let filter = WebFilter(words: ["croissant"])
+        let before = try await merchants(filter)
+        XCTAssertEqual(before, [])
+        try await store.pool.write { db in
+            try db.execute(sql: "CREATE TABLE IF NOT EXISTS \(ServerCatalog.blobTextTable) (sha256 TEXT NOT NULL, text TEXT)")
+            try db.execute(sql: "INSERT INTO \(ServerCatalog.blobTextTable)(sha256, text) VALUES (?, 'Two CROISSANTS 4.20')",
+                           arguments: [String(repeating: "a", count: 64)])
+        }
+        let byText = try await merchants(filter)
+        XCTAssertEqual(byText, ["Bakery", "Cab"], "every receipt with that blob matches by its text")
+    }
+}
+
+/// Receipts and a household shared by the web store tests.
+enum WebFixtures {
+    static func id(_ n: Int) -> String { String(format: "00000000-0000-4000-8000-%012d", n) }
+
+    static func receipt(_ merchant: String, date: String?, total: String?, currency: String? = "EUR", status: String? = nil,
+                 note: String? = nil, claim: String? = nil, file: String = "scan.jpg") -> WireReceipt {
+        WireReceipt(merchant: merchant, date: date, total: total, currency: currency, note: note,
+                    attachments: [WireAttachment(sha256: String(repeating: "a", count: 64), size: 3, filename: file,
+                                                 mediaType: "image/jpeg")],
+                    createdAt: 1, modifiedAt: 1, status: status, claim: claim)
+    }
+
+    /// The account olga with a zone `home` and one blob registered (the one every receipt here attaches).
+    static func household(_ store: any WebStore) async throws -> Account {
+        let token = try await store.addAccount("olga", quota: nil)
+        let found = try await store.authenticate(token: token)
+        let olga = try XCTUnwrap(found)
+        _ = try await store.createZone(owner: "olga", name: "home", caller: olga)
+        try await store.registerUploads([(try XCTUnwrap(BlobID(hex: String(repeating: "a", count: 64))), 3)], caller: olga)
+        return olga
+    }
+}
