@@ -58,6 +58,11 @@ public enum ReportKey: Sendable {
 }
 
 extension CatalogWriter {
+    /// Inserts a new receipt (the manifest import's rows go through `insertReceipt(_:tagsJSON:)`).
+    public func insertReceipt(_ receipt: Receipt) throws {
+        try receipt.insert(db)
+    }
+
     public func updateReceipt(_ receipt: Receipt) throws {
         try receipt.update(db)
     }

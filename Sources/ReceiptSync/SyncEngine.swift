@@ -28,16 +28,6 @@ struct ZoneRef: Sendable, Equatable {
     var role: ZoneRole
 }
 
-extension ZoneRole {
-    /// The catalog's role of a zone the server gives this role (the two enums share their values).
-    init(_ wire: WireRole) {
-        switch wire {
-        case .owner: self = .owner
-        case .read: self = .read
-        case .write: self = .write
-        }
-    }
-}
 
 /// The client sync engine: push the outbox, then pull every visible zone (docs/PROTOCOL.md).
 ///

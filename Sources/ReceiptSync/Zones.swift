@@ -76,3 +76,14 @@ public enum Zones {
         try vault.catalogTransaction { w in try w.setShared(!left.isEmpty, zone: zone) }
     }
 }
+
+extension ZoneRole {
+    /// The catalog's role of a zone the server gives this role (the two enums share their values).
+    init(_ wire: WireRole) {
+        switch wire {
+        case .owner: self = .owner
+        case .read: self = .read
+        case .write: self = .write
+        }
+    }
+}

@@ -122,7 +122,7 @@ extension Vault {
             }
             var receipt = Receipt(id: ReceiptID.generateText(), zone: zone, createdAt: w.now, modifiedAt: w.now)
             metadata.apply(to: &receipt)
-            try receipt.insert(w.db)
+            try w.insertReceipt(receipt)
             _ = try w.insertAttachment(receiptID: receipt.id, blob: blob.id, filename: input.name, mediaType: blob.mediaType,
                                        position: 0)
             try w.recordChange(receipt.id, zone: zone, .upsert)
