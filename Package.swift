@@ -44,7 +44,7 @@ let package = Package(
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ], swiftSettings: strict),
         .target(name: "ReceiptVault", dependencies: [
-            "BlobStore", "ReceiptCatalog", "CFileOps", "ReceiptText",
+            "BlobStore", "ReceiptCatalog", "CFileOps", "ReceiptText", "ReceiptWire",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "CSV", package: "CSV.swift"),
@@ -54,7 +54,7 @@ let package = Package(
         // Text extraction through child processes (pdftotext, pdftoppm, tesseract); no GRDB.
         .target(name: "ReceiptText", swiftSettings: strict),
         .target(name: "ReceiptSync", dependencies: [
-            "BlobStore", "ReceiptCatalog", "ReceiptVault", "ReceiptWire",
+            "BlobStore", "ReceiptCatalog", "ReceiptVault", "ReceiptWire", "ReceiptText",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -111,6 +111,7 @@ let package = Package(
         .testTarget(name: "ReceiptSyncTests", dependencies: [
             "ReceiptSync", "ReceiptServer", "ReceiptCommands", "TestSupport",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "GRDB", package: "GRDB.swift"),
         ], swiftSettings: strict),
     ]
 )

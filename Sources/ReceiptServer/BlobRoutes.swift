@@ -11,7 +11,7 @@ struct BlobRoutes {
 
     func register(_ group: RouterGroup<ServerContext>) {
         group.post("blobs/want") { request, context in
-            let body = try await request.decodeJSON(WireWantRequest.self, context: context)
+            let body = try await request.decodeJSON(WireWantRequest.self, limit: limits.maxSmallJSON)
             guard body.blobs.count <= WireProtocol.maxWantBlobs else {
                 throw ServerError(413, "at most \(WireProtocol.maxWantBlobs) addresses per request, not \(body.blobs.count)")
             }
@@ -36,7 +36,7 @@ struct BlobRoutes {
         }
         group.post("blobs/fetch") { request, context in
             let caller = try context.caller()
-            let body = try await request.decodeJSON(WireFetchRequest.self, context: context)
+            let body = try await request.decodeJSON(WireFetchRequest.self, limit: limits.maxSmallJSON)
             guard body.blobs.count <= WireBundle.maxBlobs else {
                 throw ServerError(413, "at most \(WireBundle.maxBlobs) blobs per bundle, not \(body.blobs.count)")
             }
@@ -90,7 +90,13 @@ struct BlobRoutes {
         // The body is read to its end even after a refusal, so the client reads the answer rather
         // than a connection closed under its upload.
         var refusal: Error?
+        var total: Int64 = 0
         for try await buffer in body where refusal == nil {
+            total += Int64(buffer.readableBytes)
+            if total > limits.maxBundleSize {
+                refusal = ServerError(413, "the bundle is larger than the server's limit of \(limits.maxBundleSize) bytes")
+                continue
+            }
             do {
                 try buffer.withUnsafeReadableBytes { piece in
                     try reader.feed(piece) { event in
@@ -146,8 +152,7 @@ struct BlobRoutes {
     /// durably under their addresses (the server keeps original bytes, so each staging file is renamed
     /// into place). Recording first is what keeps the server's gc from deleting a blob being uploaded.
     func install(_ staged: [StagedBlob], caller: Account) async throws {
-        try await catalog.registerUploads(staged.map { ($0.id, $0.size) }, caller: caller)
-        _ = try catalog.blobs.install(staged)
+        try await catalog.installUploads(staged, caller: caller)
     }
 
     // MARK: Sending

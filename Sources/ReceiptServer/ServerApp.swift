@@ -27,9 +27,6 @@ public struct ServerContext: RequestContext {
         remoteAddress = source.channel.remoteAddress?.ipAddress
     }
 
-    /// Largest JSON body accepted (blob bodies are streamed and limited separately).
-    public var maxUploadSize: Int { 8 << 20 }
-
     func caller() throws -> Account {
         guard let account else { throw ServerError(401, "a valid bearer token is required") }
         return account
@@ -91,16 +88,35 @@ struct ErrorMiddleware: RouterMiddleware {
     }
 }
 
-/// Limits of a server.
+/// Limits of a server (docs/PROTOCOL.md, "Limits").
 public struct ServerLimits: Sendable {
-    /// Largest blob accepted by `PUT /v1/blobs/{sha256}`.
+    /// Largest blob accepted by `PUT /v1/blobs/{sha256}`, in a bundle, or as a file of a web upload.
     public var maxBlobSize: Int64
+    /// Largest bundle body (`POST /v1/blobs/bundle`): by default one blob of the largest size with its header.
+    public var maxBundleSize: Int64
+    /// Largest JSON body of a push (`POST …/push`); other JSON bodies: `maxSmallJSON`.
+    public var maxPushBody: Int
+    public var maxSmallJSON: Int
+    /// Largest web upload (`POST /z/…/upload`), all its files and fields together.
+    public var maxWebUpload: Int64
+    /// Connections served at once; more wait in the listen backlog until one closes.
+    public var maxConnections: Int
+    /// How slowly a client may send a request's head or body before it is dropped.
+    public var pace: ClientPace
     /// Requests per second and burst allowed to one token (429 with `Retry-After` beyond); nil: none.
     public var rate: (perSecond: Double, burst: Int)?
     /// One JSON line per request on stderr.
     public var accessLog: Bool
-    public init(maxBlobSize: Int64 = 4 << 30, rate: (perSecond: Double, burst: Int)? = (200, 2000), accessLog: Bool = false) {
+    public init(maxBlobSize: Int64 = 4 << 30, maxBundleSize: Int64? = nil, maxPushBody: Int = 8 << 20,
+                maxSmallJSON: Int = 1 << 20, maxWebUpload: Int64 = 1 << 30, maxConnections: Int = 512,
+                pace: ClientPace = ClientPace(), rate: (perSecond: Double, burst: Int)? = (200, 2000), accessLog: Bool = false) {
         self.maxBlobSize = maxBlobSize
+        self.maxBundleSize = maxBundleSize ?? maxBlobSize + Int64(WireBundle.headerSize)
+        self.maxPushBody = maxPushBody
+        self.maxSmallJSON = maxSmallJSON
+        self.maxWebUpload = maxWebUpload
+        self.maxConnections = maxConnections
+        self.pace = pace
         self.rate = rate
         self.accessLog = accessLog
     }
@@ -115,9 +131,11 @@ public enum SyncServer {
         if limits.accessLog { router.add(middleware: AccessLogMiddleware()) }
         router.add(middleware: ErrorMiddleware())
         let limiter = limits.rate.map { RateLimiter(perSecond: $0.perSecond, burst: $0.burst) }
-        let v1 = router.group("v1").add(middleware: AuthMiddleware(catalog: catalog, limiter: limiter))
-        ZoneRoutes(catalog: catalog).register(v1)
+        let v1 = router.group("v1").add(middleware: RevisionMiddleware())
+            .add(middleware: AuthMiddleware(catalog: catalog, limiter: limiter))
+        ZoneRoutes(catalog: catalog, limits: limits).register(v1)
         BlobRoutes(catalog: catalog, limits: limits).register(v1)
+        TextRoutes(catalog: catalog, limits: limits).register(v1)
         if let store = catalog as? any WebStore {
             WebRoutes(catalog: store, limits: limits, web: web,
                       thumbnails: WebThumbnails(dataPath: store.blobs.root, store: store.blobs)).register(router)
@@ -170,12 +188,15 @@ public enum SyncServer {
         }
         defer { reloads?.cancel() }
         do {
-            // A connection silent for two minutes is closed (no client holds a slot forever).
-            let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(120)))
+            // Slow senders are dropped by SlowClientGuard (Hummingbird's idle timeout is reset by any
+            // byte of a body, so it cannot); at most maxConnections are served at once.
+            let pace = limits.pace
+            let http1 = HTTPServerBuilder.http1(configuration: .init(additionalChannelHandlers: [SlowClientGuard(pace: pace)]))
             let app = Application(
                 router: buildRouter(catalog: catalog, limits: limits, web: WebOptions(secureCookies: tls != nil)),
                 server: try tls.map { try .tls(http1, tlsConfiguration: $0.configuration()) } ?? http1,
-                configuration: .init(address: .hostname(host, port: port), serverName: "receipt"),
+                configuration: .init(address: .hostname(host, port: port), serverName: "receipt",
+                                     availableConnectionsDelegate: .maximum(limits.maxConnections, logger: logger)),
                 onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
                 logger: logger)
             let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: shutdownSignals,
@@ -230,12 +251,13 @@ extension ServerContext {
 }
 
 extension Request {
-    func decodeJSON<T: Decodable>(_ type: T.Type, context: ServerContext) async throws -> T {
+    /// The body decoded as JSON, refused with 413 past `limit` bytes.
+    func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T {
         let buffer: ByteBuffer
         do {
-            buffer = try await body.collect(upTo: context.maxUploadSize)
+            buffer = try await body.collect(upTo: limit)
         } catch is NIOTooManyBytesError {
-            throw ServerError(413, "the request body is larger than the limit of \(context.maxUploadSize) bytes")
+            throw ServerError(413, "the request body is larger than the limit of \(limit) bytes for this route")
         }
         do {
             return try JSONDecoder().decode(type, from: buffer)

@@ -45,16 +45,14 @@ extension ServerCatalog {
         }
     }
 
-    /// Records that `caller` uploaded bytes that hashed to each id (installed in the store already),
-    /// in one transaction.
     /// Records that `caller` uploaded bytes that hashed to each id, in one transaction, BEFORE the
-    /// files are installed: each row's `touchedAt` is set to now, so the server's gc, which deletes
-    /// rows and files inside one write transaction and only those not touched within its grace,
-    /// either ran before (and the install puts the file back) or spares the blob. Refused with 507
-    /// (and nothing recorded) when the blobs would take the caller past its quota.
+    /// files are installed, and reserves the rows against the server's gc: `touchedAt` is set
+    /// `uploadReservation` ahead, so a gc of any grace (even 0) spares them until `uploadsInstalled`
+    /// sets it to now (docs/DESIGN.md, "Server gc"). Refused with 507 (and nothing recorded) when the
+    /// blobs would take the caller past its quota.
     public func registerUploads(_ blobs: [(id: BlobID, size: Int64)], caller: Account) async throws {
         try await pool.write { db in
-            let now = Self.now()
+            let now = Self.now() + uploadReservationMilliseconds
             try Self.withinQuota(db, accountID: caller.id) {
                 for blob in blobs {
                     try db.execute(sql: """
@@ -64,6 +62,15 @@ extension ServerCatalog {
                     try db.execute(sql: "INSERT OR IGNORE INTO possessions(accountID, sha256) VALUES (?, ?)",
                                    arguments: [caller.id, blob.id.hex])
                 }
+            }
+        }
+    }
+
+    /// Ends the reservation `registerUploads` made: the blobs are in place, `touchedAt` is now.
+    public func uploadsInstalled(_ ids: [BlobID]) async throws {
+        try await pool.write { db in
+            for id in ids {
+                try db.execute(sql: "UPDATE blobs SET touchedAt = ? WHERE sha256 = ?", arguments: [Self.now(), id.hex])
             }
         }
     }

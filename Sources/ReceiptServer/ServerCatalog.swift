@@ -65,6 +65,14 @@ public final class ServerCatalog: Sendable {
             // prepareDatabase ran: an accepted upload or push would be durable only at the next
             // checkpoint. The writer is one connection for the pool's life, so setting it once holds.
             try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            // A catalog a newer receipt migrated is left as it is: this one would misread it.
+            if try pool.read({ try Self.migrator.hasBeenSuperseded($0) }) {
+                let known = Set(Self.migrator.migrations)
+                let unknown = try pool.read { try Self.migrator.appliedIdentifiers($0) }.subtracting(known).sorted()
+                try? pool.close()
+                throw ServerError(500, "the server catalog \(FileSystem.join(path, Self.fileName)) was written by a newer receipt "
+                    + "(migrations \(unknown.joined(separator: ", ")) unknown to this one): upgrade receipt; nothing was changed")
+            }
             try Self.migrator.migrate(pool)
             self.pool = pool
             self.blobs = store
@@ -136,6 +144,7 @@ public final class ServerCatalog: Sendable {
         registerAccountMigrations(&m)
         registerWebMigrations(&m)
         registerWebRowsMigration(&m)
+        registerTextMigrations(&m)
         return m
     }
 

@@ -4,6 +4,7 @@ import ReceiptWire
 /// `/v1/account`, `/v1/zones…`: zones, shares, push and pull.
 struct ZoneRoutes {
     let catalog: any ServerStore
+    let limits: ServerLimits
 
     func register(_ group: RouterGroup<ServerContext>) {
         group.get("account") { _, context in
@@ -27,7 +28,7 @@ struct ZoneRoutes {
                 owner: context.name("owner"), name: context.name("zone"), caller: context.caller())))
         }
         group.put("zones/:owner/:zone/shares/:account") { request, context in
-            let body = try await request.decodeJSON(WireShareRequest.self, context: context)
+            let body = try await request.decodeJSON(WireShareRequest.self, limit: limits.maxSmallJSON)
             try await catalog.share(owner: context.name("owner"), name: context.name("zone"),
                                     with: context.name("account"), role: body.role, caller: context.caller())
             return Response(status: .noContent)
@@ -38,7 +39,7 @@ struct ZoneRoutes {
             return Response(status: .noContent)
         }
         group.post("zones/:owner/:zone/push") { request, context in
-            let body = try await request.decodeJSON(WirePushRequest.self, context: context)
+            let body = try await request.decodeJSON(WirePushRequest.self, limit: limits.maxPushBody)
             return try jsonResponse(try await catalog.push(body, owner: context.name("owner"), name: context.name("zone"),
                                                            caller: context.caller()))
         }

@@ -67,6 +67,7 @@ public struct SyncClient: Sendable {
         request.method = method
         request.tlsConfiguration = tls
         request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        request.headers.add(name: WireProtocol.revisionHeader, value: String(WireProtocol.revision))
         return request
     }
 
@@ -152,7 +153,12 @@ public struct SyncClient: Sendable {
     // MARK: Endpoints
 
     public func account() async throws -> String {
-        try await call(.GET, "/v1/account", body: Empty?.none, as: WireAccount.self).account
+        try await accountInfo().account
+    }
+
+    /// The account and the server's protocol revision (nil: a server before revision 3).
+    public func accountInfo() async throws -> WireAccount {
+        try await call(.GET, "/v1/account", body: Empty?.none, as: WireAccount.self)
     }
 
     public func zones() async throws -> [WireZone] {

@@ -12,6 +12,9 @@ public struct SyncReport: Codable, Sendable, Equatable {
     public var pulled = 0
     public var blobsUploaded = 0
     public var blobsDownloaded = 0
+    /// Extracted texts offered to the server and taken from it (docs/PROTOCOL.md, "Extracted text").
+    public var textsUploaded = 0
+    public var textsDownloaded = 0
     /// Records changed on both sides, merged (docs/PROTOCOL.md).
     public var conflicts = 0
     /// One sentence per record or zone that could not be synced (the rest was).
@@ -47,6 +50,8 @@ public final class SyncEngine {
     var report = SyncReport()
     /// Own zones found re-created on the server during this sync, whose receipts are pushed again.
     var requeued: [ZoneRef] = []
+    /// The server keeps extracted text (revision 3 or later).
+    var serverKeepsText = false
     public var pageSize = WireProtocol.defaultPageSize
     public var pushBatch = 200
     /// Blob uploads or downloads in flight at once.
@@ -69,7 +74,9 @@ public final class SyncEngine {
         requeued = []
         try checkNotWiping()
         transfer.removeStaleStaging()
-        let account = try await client.account()
+        let info = try await client.accountInfo()
+        let account = info.account
+        serverKeepsText = (info.revision ?? 2) >= WireProtocol.textRevision
         guard account == remote.account else {
             throw SyncError("the token set for this vault belongs to the account \(account), not to \(remote.account): run `receipt remote set` again")
         }
@@ -81,6 +88,10 @@ public final class SyncEngine {
         try await push(zones)
         for zone in zones { try await pull(zone) }
         if !requeued.isEmpty { try await push(requeued) }
+        if serverKeepsText {
+            try await uploadTexts()
+            try await pullTexts()
+        }
         return report
     }
 

@@ -1,5 +1,6 @@
 import ReceiptCatalog
 import Foundation
+import ReceiptWire
 
 /// Parsing and checking of user-supplied metadata. Each function returns the canonical form or
 /// throws a `VaultError.badInput` naming the value.
@@ -71,16 +72,15 @@ public enum Validate {
     public static func zoneName(_ text: String) throws -> String {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard (1...2).contains(parts.count), parts.allSatisfy(isName) else {
-            throw VaultError.bad("invalid zone name '\(text)': use letters, digits, '-', '_' or '.' (OWNER/NAME for a shared zone)")
+            throw VaultError.bad("invalid zone name '\(text)': use 1 to 64 letters, digits, '-', '_' or '.', not starting with '-' or '.' (OWNER/NAME for a shared zone)")
         }
         return text
     }
 
-    /// Account and zone names: 1–64 of letters, digits, `-`, `_`, `.`, not starting with `.`.
+    /// Account and zone names: the server's rule (`WireName.isValid`), so a vault never accepts a
+    /// name its server would refuse.
     public static func isName(_ s: Substring) -> Bool {
-        !s.isEmpty && s.count <= 64 && s.first != "." && s.unicodeScalars.allSatisfy {
-            ($0.isASCII && (CharacterSet.alphanumerics.contains($0))) || $0 == "-" || $0 == "_" || $0 == "."
-        }
+        WireName.isValid(String(s))
     }
 
     /// Free text (merchant, category, note, tag) is kept as data (`/`, `..`, newlines included); its

@@ -5,8 +5,9 @@
 public enum WireProtocol {
     public static let version = "v1"
     /// Additions within v1 that old peers ignore: 2 (2026-11-25) adds a receipt's claim fields
-    /// (`status`, `claim`, `reimbursedOn`). See "Revisions" in docs/PROTOCOL.md.
-    public static let revision = 2
+    /// (`status`, `claim`, `reimbursedOn`); 3 adds extracted text (`/v1/text`) and the revision
+    /// exchange (`Receipt-Revision`). See "Revisions" in docs/PROTOCOL.md.
+    public static let revision = 3
     /// Most records a pull returns in one page.
     public static let maxPageSize = 500
     /// Default page size of a pull.
@@ -26,7 +27,12 @@ public struct WireError: Codable, Sendable, Equatable {
 /// `GET /v1/account`: who the token belongs to.
 public struct WireAccount: Codable, Sendable, Equatable {
     public var account: String
-    public init(account: String) { self.account = account }
+    /// The server's protocol revision (absent from servers before revision 3).
+    public var revision: Int?
+    public init(account: String, revision: Int? = WireProtocol.revision) {
+        self.account = account
+        self.revision = revision
+    }
 }
 
 /// A role on a zone. The owner's role is `owner`; participants are `read` or `write`.

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import BlobStore
 import Foundation
 import NIOCore
+import ReceiptServer
 import TestSupport
 import XCTest
 
@@ -119,5 +120,34 @@ final class QuotaAndGCTests: XCTestCase {
         try await again.ok(["remote", "set", h.server.url, "--account", "alice", "--token", alice.token])
         _ = try await again.sync()
         try await again.ok(["cat", kept.sha256])
+    }
+
+    /// gc run at the worst instant of an upload: after its bookkeeping record, before the install.
+    /// With any grace (0 here) the blob survives, both a new one and one the server held unreferenced.
+    func testGCBetweenAnUploadsRecordAndItsInstallSparesTheBlob() async throws {
+        let folder = TemporaryFolder("receipt-gc-race")
+        let data = folder.file("server")
+        let token = try await TestServer.addAccount("alice", data: data)
+        let opened = try await ServerDatabase.embedded.open(dataPath: data)
+        let catalog = try XCTUnwrap(opened as? ServerCatalog)
+        let found = try await catalog.authenticate(token: token)
+        let alice = try XCTUnwrap(found)
+        let bytes = TestData.random(30_000, seed: 9)
+        for round in ["new", "held unreferenced"] {
+            let incoming = try catalog.blobs.incoming()
+            try bytes.withUnsafeBytes { try incoming.append($0) }
+            let staged = try incoming.finishAddressedByContent()
+            try await catalog.registerUploads([(staged.id, staged.size)], caller: alice)
+            // gc's grace of 0 then reaches past the record's millisecond.
+            let recorded = Date().timeIntervalSince1970
+            while Date().timeIntervalSince1970 < recorded + 0.005 { await Task.yield() }
+            let report = try catalog.collectGarbage(graceSeconds: 0, dryRun: false)
+            XCTAssertEqual(report.removedBlobs, 0, "\(round): gc took a blob between its record and its install")
+            _ = try catalog.blobs.install([staged])
+            try await catalog.uploadsInstalled([staged.id])
+            XCTAssertTrue(catalog.blobs.contains(staged.id), round)
+            checkEqual(try await catalog.want([staged.id.hex], caller: alice), [], "\(round): the server lost the blob's record")
+        }
+        try await catalog.close()
     }
 }

@@ -1,6 +1,6 @@
 import BlobStore
 import Foundation
-import ReceiptServer
+@testable import ReceiptServer
 import ReceiptWire
 import TestSupport
 import XCTest

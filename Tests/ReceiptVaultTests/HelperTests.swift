@@ -59,6 +59,17 @@ final class HelperTests: XCTestCase {
 
     /// A manifest's receipt id is a UUID in its canonical form, either case, written back in lower case;
     /// anything else is refused (Foundation's `sscanf`-based reader let a short last group through).
+    /// The vault and the server accept the same names: one the vault took but the server refused
+    /// would sit in the outbox forever.
+    func testZoneNamesFollowTheServersRule() throws {
+        for good in ["household", "a", "alice/2025.tax", "x-y_z", String(repeating: "n", count: 64)] {
+            XCTAssertEqual(try Validate.zoneName(good), good)
+        }
+        for bad in ["-x", ".x", "alice/-x", "-alice/x", "", "a//b", "a/b/c", "a b", "café", String(repeating: "n", count: 65)] {
+            XCTAssertThrowsError(try Validate.zoneName(bad), bad)
+        }
+    }
+
     func testReceiptIdsAreCanonicalUUIDsAndPrintInLowerCase() {
         for text in ["1F2E3D4C-5B6A-4789-9ABC-DEF012345678", "1f2e3d4c-5b6a-4789-9abc-def012345678"] {
             XCTAssertEqual(ReceiptID.parse(text), UUID(uuidString: text), text)

@@ -133,9 +133,25 @@ enum PostgresSchema {
             // The rows of a database that had records before version 2 (the trigger writes them).
             "UPDATE records SET payload = payload WHERE payload IS NOT NULL",
         ],
+        // Version 3: the text members extracted from blobs (docs/PROTOCOL.md, "Extracted text").
+        [
+            """
+            CREATE TABLE blob_texts (
+                sha256 TEXT NOT NULL REFERENCES blobs(sha256) ON DELETE CASCADE,
+                version TEXT NOT NULL,
+                text TEXT,
+                failure TEXT,
+                uploaded_at BIGINT NOT NULL,
+                PRIMARY KEY (sha256, version),
+                CHECK ((text IS NULL) <> (failure IS NULL)))
+            """,
+        ],
     ]
 
     static var currentVersion: Int { migrations.count }
+
+    /// The SQL of one version's statements (tests build an old database with it).
+    static func sql(ofVersion version: Int) -> [String] { migrations[version - 1].map(\.sql) }
 
     /// An arbitrary constant naming receipt's migration lock among the database's advisory locks.
     static let lockKey: Int64 = 0x7265_6365_6970_7401

@@ -38,12 +38,12 @@ extension PostgresServerStore {
         }
     }
 
-    /// Records the uploads (touching each blob's row) before the files are installed, as the
-    /// embedded catalog does: a server gc on any process spares a blob touched within its grace.
+    /// Records the uploads before the files are installed and reserves their rows against gc until
+    /// `uploadsInstalled`, as the embedded catalog does.
     public func registerUploads(_ blobs: [(id: BlobID, size: Int64)], caller: Account) async throws {
         let rows = blobs.map { (hex: $0.id.hex, size: $0.size) }
         try await transaction { db in
-            let now = Self.now()
+            let now = Self.now() + uploadReservationMilliseconds
             try await Self.withinQuota(db, accountID: caller.id) {
                 for blob in rows {
                     try await db.run("""
@@ -55,6 +55,13 @@ extension PostgresServerStore {
                         """)
                 }
             }
+        }
+    }
+
+    public func uploadsInstalled(_ ids: [BlobID]) async throws {
+        let now = Self.now()
+        try await transaction { db in
+            for id in ids { try await db.run("UPDATE blobs SET touched_at = \(now) WHERE sha256 = \(id.hex)") }
         }
     }
 

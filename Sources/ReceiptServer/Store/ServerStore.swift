@@ -31,6 +31,7 @@ public protocol ServerStore: AnyObject, Sendable {
     // Blobs, records and change tokens.
     func want(_ blobs: [String], caller: Account) async throws -> [String]
     func registerUploads(_ blobs: [(id: BlobID, size: Int64)], caller: Account) async throws
+    func uploadsInstalled(_ ids: [BlobID]) async throws
     func readableBlobSizes(_ ids: [BlobID], caller: Account) async throws -> [Int64?]
     func push(_ request: WirePushRequest, owner: String, name: String, caller: Account) async throws -> WirePushResponse
     func changes(owner: String, name: String, since: String?, limit: Int, caller: Account) async throws -> WireChangesResponse
@@ -44,11 +45,30 @@ public protocol ServerStore: AnyObject, Sendable {
     /// `receipt server gc`: deletes the blobs no record references and no upload touched within the grace.
     func collectGarbage(graceSeconds: Int64, dryRun: Bool) async throws -> ServerGCReport
 
+    // Extracted text (docs/PROTOCOL.md, "Extracted text"); addresses and versions already validated.
+    func putText(_ sha256: String, version: String, _ text: WireText, caller: Account) async throws
+    func textWant(_ blobs: [String], version: String, caller: Account) async throws -> [String]
+    func texts(_ blobs: [String], version: String, caller: Account, byteLimit: Int) async throws -> WireTextFetchResponse
+
     /// Releases the database (connections, file handles).
     func close() async throws
 }
 
 extension ServerCatalog: ServerStore {}
+
+/// How far ahead `registerUploads` sets `touchedAt`: longer than any install takes, short enough
+/// that the row of an upload whose server died before installing is collected within the hour.
+let uploadReservationMilliseconds: Int64 = 3_600_000
+
+extension ServerStore {
+    /// The one write order of every upload (sync or web): record possession and reserve the rows
+    /// (quota checked, 507), install the verified files durably, then end the reservation.
+    func installUploads(_ staged: [StagedBlob], caller: Account) async throws {
+        try await registerUploads(staged.map { ($0.id, $0.size) }, caller: caller)
+        _ = try blobs.install(staged)
+        try await uploadsInstalled(staged.map(\.id))
+    }
+}
 
 /// Where a server keeps its catalog: the embedded SQLite file in the data folder, or PostgreSQL.
 public enum ServerDatabase: Sendable, Equatable {

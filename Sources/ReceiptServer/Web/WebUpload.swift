@@ -30,7 +30,12 @@ extension WebRoutes {
             parser.onHeader = { receiver.header($0, $1) }
             parser.onBody = { receiver.body(&$0) }
             parser.onPartComplete = { receiver.partComplete() }
+            var total: Int64 = 0
             for try await buffer in request.body {
+                total += Int64(buffer.readableBytes)
+                guard total <= limits.maxWebUpload else {
+                    throw ServerError(413, "the upload is larger than the server's limit of \(limits.maxWebUpload) bytes")
+                }
                 do {
                     try parser.execute(buffer)
                 } catch {
@@ -60,8 +65,7 @@ extension WebRoutes {
             // The sync upload's write order: possession recorded (and the quota checked), then the
             // files installed durably, then the records that reference them.
             let staged = receiver.files.map(\.staged)
-            try await catalog.registerUploads(staged.map { ($0.id, $0.size) }, caller: session.account)
-            _ = try catalog.blobs.install(staged)
+            try await catalog.installUploads(staged, caller: session.account)
             receiver.installed()
             let result = try await catalog.push(WirePushRequest(records: records), owner: owner, name: name,
                                                 caller: session.account)

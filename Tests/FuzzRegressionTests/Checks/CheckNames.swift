@@ -14,6 +14,8 @@ func checkNames(_ start: UnsafePointer<UInt8>?, _ count: Int) {
 
     if let zone = try? Validate.zoneName(text) {
         precondition(zone == text && !zone.isEmpty && zone.split(separator: "/").count <= 2)
+        // The vault accepts exactly the names its server accepts.
+        precondition(zone.split(separator: "/", omittingEmptySubsequences: false).allSatisfy { WireName.isValid(String($0)) })
     }
     if WireName.isValid(text) {
         precondition(text.utf8.count <= 64 && !text.contains("/") && !text.hasPrefix("."))

@@ -25,6 +25,9 @@ func checkWire(_ start: UnsafePointer<UInt8>?, _ count: Int) {
     _ = wireRoundTrip(WireShareRequest.self, data)
     _ = wireRoundTrip(WireAccount.self, data)
     _ = wireRoundTrip(WireError.self, data)
+    _ = wireRoundTrip(WireText.self, data)?.validationError
+    _ = wireRoundTrip(WireTextRequest.self, data)
+    _ = wireRoundTrip(WireTextFetchResponse.self, data)
 }
 
 func wireRoundTrip<T: Codable & Equatable>(_ type: T.Type, _ data: Data) -> T? {

@@ -1,0 +1,69 @@
+import GRDB
+import ReceiptWire
+
+/// The text members extracted from blobs, kept so that a household extracts (and OCRs) each blob
+/// once: one row per blob and extractor version, `text` or (the extractor failed) `failure`.
+extension ServerCatalog {
+    static func registerTextMigrations(_ m: inout DatabaseMigrator) {
+        m.registerMigration("server-v4-text") { db in
+            try db.execute(sql: """
+                CREATE TABLE blobTexts (
+                    sha256 TEXT NOT NULL REFERENCES blobs(sha256) ON DELETE CASCADE,
+                    version TEXT NOT NULL,
+                    text TEXT,
+                    failure TEXT,
+                    uploadedAt INTEGER NOT NULL,
+                    PRIMARY KEY (sha256, version),
+                    CHECK ((text IS NULL) <> (failure IS NULL))
+                ) WITHOUT ROWID;
+                """)
+        }
+    }
+}
+
+extension ServerCatalog {
+    /// Keeps `text` for the blob and extractor version when the caller can read a zone referencing
+    /// the blob (else 404, as for its bytes). The first text of a (blob, version) stays: extractors of
+    /// one version read the same bytes alike, and a later member cannot replace what others pulled.
+    public func putText(_ sha256: String, version: String, _ text: WireText, caller: Account) async throws {
+        try await pool.write { db in
+            guard try Self.canRead(db, blob: sha256, caller: caller) else { throw ServerError.notFound("blob \(sha256)") }
+            try db.execute(sql: """
+                INSERT INTO blobTexts(sha256, version, text, failure, uploadedAt) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT(sha256, version) DO NOTHING
+                """, arguments: [sha256, version, text.text, text.failed, Self.now()])
+        }
+    }
+
+    /// Of `blobs`, those the caller can read and the server has no text of for `version`.
+    public func textWant(_ blobs: [String], version: String, caller: Account) async throws -> [String] {
+        try await pool.read { db in
+            try blobs.filter { blob in
+                try Self.canRead(db, blob: blob, caller: caller) && !(Bool.fetchOne(db, sql: """
+                    SELECT EXISTS (SELECT 1 FROM blobTexts WHERE sha256 = ? AND version = ?)
+                    """, arguments: [blob, version]) ?? false)
+            }
+        }
+    }
+
+    /// The texts of `blobs` for `version` that the caller can read, in order, stopping after about
+    /// `byteLimit` bytes (`more`).
+    public func texts(_ blobs: [String], version: String, caller: Account, byteLimit: Int) async throws -> WireTextFetchResponse {
+        try await pool.read { db in
+            var answer = WireTextFetchResponse(texts: [], more: false)
+            var bytes = 0
+            for blob in blobs where try Self.canRead(db, blob: blob, caller: caller) {
+                guard let row = try Row.fetchOne(db, sql: "SELECT text, failure FROM blobTexts WHERE sha256 = ? AND version = ?",
+                                                 arguments: [blob, version]) else { continue }
+                let text = WireText(sha256: blob, text: row["text"], failed: row["failure"])
+                bytes += (text.text?.utf8.count ?? 0) + (text.failed?.utf8.count ?? 0)
+                if bytes > byteLimit && !answer.texts.isEmpty {
+                    answer.more = true
+                    break
+                }
+                answer.texts.append(text)
+            }
+            return answer
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import HTTPTypes
+import Hummingbird
+import ReceiptWire
+
+/// `/v1/text…`: the text members extracted from blobs, so a household extracts (and OCRs) each blob
+/// once. Authorized as the blob's bytes: only a caller that can read a zone referencing the blob
+/// may store or read its text; for anything else the answer is 404 or, in lists, silence.
+struct TextRoutes {
+    let catalog: any ServerStore
+    let limits: ServerLimits
+
+    /// The JSON body of the largest text: every byte of it could be escaped.
+    var maxBody: Int { limits.maxSmallJSON + 6 * WireText.maxBytes }
+
+    func register(_ group: RouterGroup<ServerContext>) {
+        group.put("text/:sha256/:version") { request, context in
+            let caller = try context.caller()
+            let id = try context.blobID("sha256")
+            let version = try context.name("version")
+            let body = try await request.decodeJSON(WireText.self, limit: maxBody)
+            if let problem = body.validationError { throw ServerError.bad(problem) }
+            guard (body.text?.utf8.count ?? 0) <= WireText.maxBytes else {
+                throw ServerError(413, "the text is longer than the server's limit of \(WireText.maxBytes) bytes")
+            }
+            try await catalog.putText(id.hex, version: version, WireText(text: body.text, failed: body.failed), caller: caller)
+            return Response(status: .noContent)
+        }
+        group.post("text/want") { request, context in
+            let caller = try context.caller()
+            let body = try await checked(request)
+            return try jsonResponse(WireWantResponse(want: try await catalog.textWant(body.blobs, version: body.version, caller: caller)))
+        }
+        group.post("text/fetch") { request, context in
+            let caller = try context.caller()
+            let body = try await checked(request)
+            return try jsonResponse(try await catalog.texts(body.blobs, version: body.version, caller: caller, byteLimit: 16 << 20))
+        }
+    }
+
+    func checked(_ request: Request) async throws -> WireTextRequest {
+        let body = try await request.decodeJSON(WireTextRequest.self, limit: limits.maxSmallJSON)
+        guard body.blobs.count <= WireTextRequest.maxBlobs else {
+            throw ServerError(413, "at most \(WireTextRequest.maxBlobs) addresses per request, not \(body.blobs.count)")
+        }
+        guard WireName.isValid(body.version) else {
+            throw ServerError.bad("invalid extractor version \"\(body.version)\": use 1 to 64 letters, digits, '.', '_' or '-'")
+        }
+        for blob in body.blobs where !WireName.isValidBlobAddress(blob) {
+            throw ServerError.bad("\(blob) is not a blob address (64 lowercase hex digits)")
+        }
+        return body
+    }
+}
+
+/// The revision exchange: every `/v1` answer says the server's revision (`Receipt-Revision`), and a
+/// client older than the server serves is told to upgrade (426) before anything else happens. A
+/// client that sends no revision is of revision 2, the last before the exchange.
+struct RevisionMiddleware: RouterMiddleware {
+    static let header = HTTPField.Name(WireProtocol.revisionHeader)!
+
+    func handle(_ request: Request, context: ServerContext,
+                next: (Request, ServerContext) async throws -> Response) async throws -> Response {
+        let sent = request.headers[Self.header]
+        let revision = sent.flatMap { Int($0) } ?? (sent == nil ? 2 : 0)
+        guard revision >= WireProtocol.minimumClientRevision else {
+            throw ServerError(426, "this server speaks receipt sync protocol revision \(WireProtocol.revision) and serves clients "
+                + "of revision \(WireProtocol.minimumClientRevision) or later; this client is of revision \(sent ?? "?"): "
+                + "upgrade receipt on this machine")
+        }
+        var response = try await next(request, context)
+        response.headers[Self.header] = String(WireProtocol.revision)
+        return response
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import GRDB
+@testable import ReceiptServer
+import TestSupport
+import XCTest
+
+/// The server's catalog across versions of receipt: an older schema is migrated in place (its
+/// accounts, tokens and blobs kept), one written by a newer receipt is refused with a sentence saying
+/// to upgrade, and left as it was. Both on the embedded SQLite catalog and on PostgreSQL.
+final class ServerMigrationTests: XCTestCase {
+    static let token = String(repeating: "7", count: 64)
+    static let blob = String(repeating: "b", count: 64)
+
+    func testAnOldSQLiteCatalogIsMigratedInPlaceAndANewerOneRefused() async throws {
+        let folder = TemporaryFolder("receipt-server-migration")
+        let data = folder.file("server")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        let path = data + "/" + ServerCatalog.fileName
+        // The first released schema: the token's hash still in `accounts`, blobs without `touchedAt`.
+        do {
+            let old = try DatabaseQueue(path: path)
+            try ServerCatalog.migrator.migrate(old, upTo: "server-v1")
+            try await old.write { db in
+                try db.execute(sql: "INSERT INTO accounts(id, name, tokenHash, createdAt) VALUES (1, 'alice', ?, 5)",
+                               arguments: [ServerCatalog.tokenHash(Self.token)])
+                try db.execute(sql: "INSERT INTO blobs(sha256, size, createdAt) VALUES (?, 10, 6)", arguments: [Self.blob])
+            }
+            try old.close()
+        }
+        let catalog = try ServerCatalog(dataPath: data)
+        let alice = try await catalog.authenticate(token: Self.token)
+        XCTAssertEqual(alice?.name, "alice", "the account's token works after the migration")
+        let migrated = try await catalog.pool.read { db in
+            (try ServerCatalog.migrator.appliedIdentifiers(db),
+             try Int64.fetchOne(db, sql: "SELECT touchedAt FROM blobs WHERE sha256 = ?", arguments: [Self.blob]),
+             try db.tableExists("blobTexts"))
+        }
+        XCTAssertEqual(migrated.0, Set(ServerCatalog.migrator.migrations))
+        XCTAssertEqual(migrated.1, 6, "a blob's touchedAt starts at its creation")
+        XCTAssertTrue(migrated.2)
+        try catalog.close()
+
+        // A newer receipt's migration: refused, nothing changed, and the CLI says to upgrade.
+        let newer = try DatabaseQueue(path: path)
+        try await newer.write { db in try db.execute(sql: "INSERT INTO grdb_migrations(identifier) VALUES ('server-v99-future')") }
+        let schema = try await newer.read { try String.fetchAll($0, sql: "SELECT name || coalesce(sql, '') FROM sqlite_master ORDER BY name") }
+        try newer.close()
+        XCTAssertThrowsError(try ServerCatalog(dataPath: data)) { error in
+            let message = (error as? ServerError)?.message ?? "\(error)"
+            XCTAssertTrue(message.contains("newer receipt") && message.contains("server-v99-future")
+                          && message.contains("upgrade receipt"), message)
+        }
+        let result = try await CLI.run(["server", "account-list", "--data", data], in: folder)
+        XCTAssertNotEqual(result.status, 0)
+        XCTAssertTrue(result.stderr.contains("newer receipt"), result.stderr)
+        XCTAssertEqual(result.stderr.split(separator: "\n").count, 1, result.stderr)
+        let after = try DatabaseQueue(path: path)
+        let schemaAfter = try await after.read { try String.fetchAll($0, sql: "SELECT name || coalesce(sql, '') FROM sqlite_master ORDER BY name") }
+        try after.close()
+        XCTAssertEqual(schemaAfter, schema)
+    }
+
+    func testAnOldPostgreSQLSchemaIsMigratedInPlaceAndANewerOneRefused() async throws {
+        let cluster = try PostgresCluster.shared()
+        let url = try cluster.createDatabase()
+        let folder = TemporaryFolder("receipt-server-migration-pg")
+        let data = folder.file("server")
+        // Version 1, as the first PostgreSQL-capable receipt left it, with an account and a blob.
+        let v1 = PostgresSchema.sql(ofVersion: 1).joined(separator: ";\n")
+        try cluster.psql(url, v1 + """
+            ;
+            CREATE TABLE receipt_schema (version INTEGER NOT NULL);
+            INSERT INTO receipt_schema(version) VALUES (1);
+            INSERT INTO accounts(id, name, created_at) VALUES (1, 'alice', 5);
+            INSERT INTO tokens(account_id, label, token_hash, created_at) VALUES (1, 'default', '\(ServerCatalog.tokenHash(Self.token))', 5);
+            INSERT INTO blobs(sha256, size, created_at, touched_at) VALUES ('\(Self.blob)', 10, 6, 6);
+            """)
+        let store = try await ServerDatabase(url).open(dataPath: data)
+        let alice = try await store.authenticate(token: Self.token)
+        XCTAssertEqual(alice?.name, "alice", "the account's token works after the migration")
+        try await store.close()
+        let trimmed = { (s: String) in s.trimmingCharacters(in: .whitespacesAndNewlines) }
+        XCTAssertEqual(trimmed(try cluster.psql(url, "SELECT max(version) FROM receipt_schema")), "\(PostgresSchema.currentVersion)")
+        XCTAssertEqual(trimmed(try cluster.psql(url, "SELECT count(*) FROM blobs")), "1")
+        XCTAssertEqual(trimmed(try cluster.psql(url, "SELECT to_regclass('blob_texts') IS NOT NULL")), "t")
+
+        try cluster.psql(url, "UPDATE receipt_schema SET version = 99")
+        do {
+            let opened = try await ServerDatabase(url).open(dataPath: data)
+            try? await opened.close()
+            XCTFail("a schema of a newer receipt was opened")
+        } catch {
+            let message = (error as? ServerError)?.message ?? "\(error)"
+            XCTAssertTrue(message.contains("newer receipt") && message.contains("upgrade receipt"), message)
+        }
+        XCTAssertEqual(trimmed(try cluster.psql(url, "SELECT max(version) FROM receipt_schema")), "99")
+        let result = try await CLI.run(["server", "account-list", "--data", data, "--database", url], in: folder)
+        XCTAssertNotEqual(result.status, 0)
+        XCTAssertTrue(result.stderr.contains("newer receipt"), result.stderr)
+    }
+}
