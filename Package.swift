@@ -44,13 +44,15 @@ let package = Package(
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ], swiftSettings: strict),
         .target(name: "ReceiptVault", dependencies: [
-            "BlobStore", "ReceiptCatalog", "CFileOps", "ReceiptText", "ReceiptWire",
+            "BlobStore", "ReceiptCatalog", "CFileOps", "ReceiptText", "ReceiptWire", "MediaTypes",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "CSV", package: "CSV.swift"),
             .product(name: "ZIPFoundation", package: "ZIPFoundation"),
         ], swiftSettings: strict),
         .target(name: "ReceiptWire", swiftSettings: strict),
+        // Media type <-> extension <-> magic bytes, one table; no dependencies.
+        .target(name: "MediaTypes", swiftSettings: strict),
         // Text extraction through child processes (pdftotext, pdftoppm, tesseract); no GRDB.
         .target(name: "ReceiptText", swiftSettings: strict),
         .target(name: "ReceiptSync", dependencies: [
@@ -62,7 +64,7 @@ let package = Package(
             .product(name: "X509", package: "swift-certificates"),
         ], swiftSettings: strict),
         .target(name: "ReceiptServer", dependencies: [
-            "BlobStore", "ReceiptWire", "ReceiptText",
+            "BlobStore", "ReceiptWire", "ReceiptText", "MediaTypes",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -85,7 +87,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
-        .executableTarget(name: "receipt", dependencies: ["ReceiptCommands"], swiftSettings: strict),
+        .executableTarget(name: "receipt", dependencies: ["ReceiptCommands", "CFileOps"], swiftSettings: strict),
 
         .target(name: "TestSupport", dependencies: ["BlobStore"], path: "Tests/TestSupport",
                 swiftSettings: strict),
@@ -96,7 +98,7 @@ let package = Package(
         ],
                     swiftSettings: strict),
         .testTarget(name: "ReceiptVaultTests", dependencies: [
-            "ReceiptVault", "ReceiptCatalog", "BlobStore", "TestSupport", "ReceiptText", .product(name: "GRDB", package: "GRDB.swift"),
+            "ReceiptVault", "ReceiptCatalog", "BlobStore", "TestSupport", "ReceiptText", "MediaTypes", .product(name: "GRDB", package: "GRDB.swift"),
         ],
                     swiftSettings: strict),
         .testTarget(name: "ReceiptCommandsTests", dependencies: [

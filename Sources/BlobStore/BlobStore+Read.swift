@@ -72,7 +72,7 @@ extension BlobStore {
     func openInstalled(_ id: BlobID) throws -> FileDescriptor {
         do {
             return try FileDescriptor.open(path(for: id), O_RDONLY)
-        } catch let error as IOError where error.isNotFound {
+        } catch let error as PathError where error.isNotFound {
             throw BlobError.missing(id)
         }
     }

@@ -190,7 +190,7 @@ extension BlobStore {
         let fd: FileDescriptor
         do {
             fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
-        } catch let error as IOError where error.isNotFound {
+        } catch let error as PathError where error.isNotFound {
             try FileSystem.makeDirectories(interimPath, mode: 0o700)
             fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
         }
@@ -250,14 +250,14 @@ extension BlobStore {
             do {
                 do {
                     try FileSystem.rename(s.path, target)
-                } catch let error as IOError where error.isNotFound {
+                } catch let error as PathError where error.isNotFound {
                     try FileSystem.makeDirectories(folder, mode: 0o700)
                     touched.insert(blobsPath)
                     try FileSystem.rename(s.path, target)
                 }
-            } catch let error as IOError where error.path == s.path {
+            } catch let error as PathError where error.path == s.path {
                 // Name the blob and where it should go (e.g. something that is not a file is there).
-                throw IOError("installing blob \(s.id) as", path: target, errno: error.errno)
+                throw PathError("installing blob \(s.id) as", path: target, errno: error.errno)
             }
             touched.insert(folder)
             results.append(StoredBlob(id: s.id, size: s.size, storedSize: s.storedSize, encoding: s.encoding,

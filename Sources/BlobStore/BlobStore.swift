@@ -22,7 +22,7 @@ public enum BlobError: Error, CustomStringConvertible, Sendable {
     case corrupt(BlobID, detail: String)
     /// The input did not hash to the address the caller expected.
     case mismatch(expected: BlobID, actual: BlobID)
-    case io(IOError)
+    case io(PathError)
 
     public var description: String {
         switch self {

@@ -111,7 +111,7 @@ final class DirectWriter {
                 stopDirect()
                 continue
             }
-            throw IOError("writing", path: fd.path, errno: code)
+            throw PathError("writing", path: fd.path, errno: code)
         }
     }
 

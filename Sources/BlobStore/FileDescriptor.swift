@@ -102,7 +102,7 @@ public enum FileSystem {
         if r == 0 { return FileStatus(st) }
         let code = errno
         if code == ENOENT || code == ENOTDIR { return nil }
-        throw IOError("examining", path: path, errno: code)
+        throw PathError("examining", path: path, errno: code)
     }
 
     public static func exists(_ path: String) -> Bool {
@@ -113,12 +113,12 @@ public enum FileSystem {
     public static func makeDirectories(_ path: String, mode: mode_t = 0o755) throws {
         if let st = try status(path, followLinks: true) {
             if st.isDirectory { return }
-            throw IOError("creating folder", path: path, errno: EEXIST)
+            throw PathError("creating folder", path: path, errno: EEXIST)
         }
         let parent = parentPath(path)
         if parent != path && !parent.isEmpty { try makeDirectories(parent, mode: mode) }
         if mkdir(path, mode) != 0 && errno != EEXIST {
-            throw IOError("creating folder", path: path, errno: errno)
+            throw PathError("creating folder", path: path, errno: errno)
         }
     }
 
@@ -130,7 +130,7 @@ public enum FileSystem {
     /// Removes a file; a file already gone is not an error.
     public static func remove(_ path: String) throws {
         if unlink(path) != 0 && errno != ENOENT {
-            throw IOError("removing", path: path, errno: errno)
+            throw PathError("removing", path: path, errno: errno)
         }
     }
 
@@ -147,7 +147,7 @@ public enum FileSystem {
     public static func contents(of path: String) throws -> [String] {
         guard let dir = opendir(path) else {
             if errno == ENOENT || errno == ENOTDIR { return [] }
-            throw IOError("listing", path: path, errno: errno)
+            throw PathError("listing", path: path, errno: errno)
         }
         defer { closedir(dir) }
         var names: [String] = []

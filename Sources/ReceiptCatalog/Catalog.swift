@@ -139,7 +139,7 @@ public final class Catalog: Sendable {
             count = try FileDescriptor.with(path, O_RDONLY) { fd in
                 try header.withUnsafeMutableBytes { try fd.readFully(into: $0) }
             }
-        } catch let error as IOError {
+        } catch let error as PathError {
             throw CatalogError(code: .unreadable, path: path, detail: error.message)
         }
         guard count == 100, header.starts(with: Array("SQLite format 3\0".utf8)) else {

@@ -68,7 +68,7 @@ struct FsckCommand: AsyncParsableCommand {
 struct ServerRefetcher: BlobRefetcher {
     let remote: RemoteBlobFetcher
 
-    func fetch(_ id: BlobID, into store: BlobStore) async throws -> StoredBlob? {
+    func fetch(_ id: BlobID, into store: BlobStore) async throws -> StagedBlob? {
         do {
             return try await remote.restore(id)
         } catch let error as SyncError where error.status == 404 {

@@ -54,7 +54,7 @@ public final class Inbox {
         guard st.isDirectory else { throw VaultError(.badInput, "cannot watch \(given): not a folder") }
         try vault.requireWritable(zone: zone)
         let lock: FileDescriptor
-        do { lock = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY) } catch let error as IOError {
+        do { lock = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY) } catch let error as PathError {
             throw VaultError(.badInput, "cannot watch \(given): \(error.message)")
         }
         // One watcher per inbox. A file system without flock on folders (some network ones) goes
@@ -114,7 +114,7 @@ public final class Inbox {
         do {
             guard let hash = try hashUnchanged(entry) else { return nil }
             sha256 = hash
-        } catch let error as IOError {
+        } catch let error as PathError {
             return fail(entry, error.description)
         }
         if let receipt = try vault.receipt(holdingContent: sha256, inZone: zone) {
@@ -146,7 +146,7 @@ public final class Inbox {
     /// file the poll judged complete (it changed since).
     private func hashUnchanged(_ entry: InboxEntry) throws -> String? {
         let fd: FileDescriptor
-        do { fd = try FileDescriptor.open(entry.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) } catch let error as IOError
+        do { fd = try FileDescriptor.open(entry.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) } catch let error as PathError
             where error.errno == ENOENT || error.errno == ELOOP || error.errno == ENOTDIR {
             return nil
         }

@@ -61,7 +61,7 @@ enum InboxMove {
             if FileSystem.exists(to) { return false }
             try FileSystem.rename(from, to)
             return true
-        case let code: throw IOError("moving", path: from, errno: code)
+        case let code: throw PathError("moving", path: from, errno: code)
         }
     }
 

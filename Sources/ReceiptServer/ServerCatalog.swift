@@ -79,7 +79,7 @@ public final class ServerCatalog: Sendable {
             self.dataPath = path
         } catch let error as DatabaseError {
             throw ServerError(500, "the server catalog in \(path) cannot be opened: \(error.message ?? "\(error.resultCode)")")
-        } catch let error as IOError {
+        } catch let error as PathError {
             throw ServerError(500, "the server data folder \(path) cannot be prepared: \(error.description)")
         }
     }

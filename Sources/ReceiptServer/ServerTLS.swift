@@ -136,7 +136,7 @@ public struct MadeCertificate: Sendable {
                     try fd.sync()
                 }
                 try FileSystem.rename(staging, path)
-            } catch let error as IOError {
+            } catch let error as PathError {
                 try? FileSystem.remove(staging)
                 throw ServerError(500, "cannot write \(path): \(error.message)")
             }

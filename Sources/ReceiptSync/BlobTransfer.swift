@@ -113,10 +113,9 @@ public struct RemoteBlobFetcher: Sendable {
         self.client = try remote.client()
     }
 
-    /// Downloads blob `id` and installs it in the vault's blob tree as an external file, with the
-    /// vault's compression. Returns how it was stored, for the caller to update the blob's row
-    /// (encoding, stored size) if they differ. Use it for a blob whose row says it is external.
-    public func restore(_ id: BlobID) async throws -> StoredBlob {
+    /// Downloads blob `id` and stages it (verified against `id`) with the vault's compression, for
+    /// the caller to enter through the vault's ingest path (fsck's repair).
+    public func restore(_ id: BlobID) async throws -> StagedBlob {
         let downloaded = try await client.download([id], into: vault)
         let staged: StagedBlob
         switch downloaded.first {
@@ -124,7 +123,7 @@ public struct RemoteBlobFetcher: Sendable {
         case .bytes(let bytes)?: staged = try vault.stage(bytes: bytes)
         case nil: throw SyncError("the server sent no bytes for blob \(id)")
         }
-        return try vault.installRefetched(staged)
+        return try vault.encodedForStorage(staged)
     }
 }
 

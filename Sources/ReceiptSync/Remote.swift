@@ -74,7 +74,7 @@ public struct RemoteConfig: Sendable, Equatable {
         let count: Int
         do {
             count = try FileDescriptor.with(path, O_RDONLY) { fd in try bytes.withUnsafeMutableBytes { try fd.readFully(into: $0) } }
-        } catch let error as IOError {
+        } catch let error as PathError {
             throw SyncError("the remote's token cannot be read from \(path) (\(error.message)): run `receipt remote set` again")
         }
         let token = String(decoding: bytes[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -120,7 +120,7 @@ public struct RemoteConfig: Sendable, Equatable {
             }
             try FileSystem.rename(staging, path)
             try FileSystem.syncDirectory(vault.path)
-        } catch let error as IOError {
+        } catch let error as PathError {
             try? FileSystem.remove(staging)
             throw SyncError("cannot write the token file \(path): \(error.message)")
         }

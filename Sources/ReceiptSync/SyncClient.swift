@@ -285,7 +285,7 @@ public struct SyncClient: Sendable {
             throw SyncError("the server sent bytes for blob \(mismatch.id) that hash to \(mismatch.actual): they were dropped")
         } catch let error as WireBundleError {
             throw SyncError("the server at \(baseURL) sent a malformed bundle: \(error.description)")
-        } catch let error as BlobIOError {
+        } catch let error as PathError {
             throw error
         } catch let error as SyncError {
             throw error

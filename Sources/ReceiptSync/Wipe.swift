@@ -84,7 +84,7 @@ public enum Wipe {
         guard let st = try FileSystem.status(path) else { return }
         if st.isDirectory {
             for name in try FileSystem.contents(of: path) { try removeTree(FileSystem.join(path, name)) }
-            if rmdir(path) != 0 && errno != ENOENT { throw IOError("removing folder", path: path, errno: errno) }
+            if rmdir(path) != 0 && errno != ENOENT { throw PathError("removing folder", path: path, errno: errno) }
         } else {
             try FileSystem.remove(path)
         }

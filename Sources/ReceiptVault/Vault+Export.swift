@@ -1,6 +1,7 @@
 import BlobStore
 import CSV
 import Foundation
+import MediaTypes
 import ReceiptCatalog
 import ZIPFoundation
 #if canImport(Glibc)
@@ -240,7 +241,7 @@ extension Vault {
                             let r = pread(fd.raw, buffer.baseAddress! + done, size - done, off_t(position) + off_t(done))
                             if r < 0 {
                                 if errno == EINTR { continue }
-                                throw IOError("reading", path: copy, errno: errno)
+                                throw PathError("reading", path: copy, errno: errno)
                             }
                             if r == 0 { break }
                             done += r
@@ -267,7 +268,7 @@ extension Vault {
         if Glibc.link(partial, destination) != 0 {
             let code = errno
             if code == EEXIST { throw VaultError.bad("cannot export to \(destination): the file already exists (nothing was written)") }
-            throw IOError("creating", path: destination, errno: code)
+            throw PathError("creating", path: destination, errno: code)
         }
         try FileSystem.remove(partial)
         try FileSystem.syncDirectory(folder)
@@ -279,7 +280,7 @@ extension Vault {
         do {
             try archive.addEntry(with: name, type: .file, uncompressedSize: size, permissions: 0o644,
                                  compressionMethod: compress ? .deflate : .none, provider: provider)
-        } catch let error as IOError {
+        } catch let error as PathError {
             throw error
         } catch {
             throw VaultError(.io, "cannot write \(name) into the zip file \(destination): \(error)")
@@ -359,24 +360,7 @@ extension Vault {
     }
 
     static func safeExtension(_ filename: String, mediaType: String) -> String {
-        if let ext = extensionOf(filename) { return ext }
-        switch mediaType {
-        case "application/pdf": return "pdf"
-        case "image/jpeg": return "jpg"
-        case "image/png": return "png"
-        case "image/heic": return "heic"
-        case "image/tiff": return "tiff"
-        case "image/gif": return "gif"
-        case "image/webp": return "webp"
-        case "text/plain": return "txt"
-        case "text/csv": return "csv"
-        case "application/json": return "json"
-        case "text/html": return "html"
-        case "application/xml": return "xml"
-        case "message/rfc822": return "eml"
-        case "application/zip": return "zip"
-        default: return "bin"
-        }
+        extensionOf(filename) ?? MediaType.fileExtension(for: mediaType) ?? "bin"
     }
 
     /// `manifest.csv`: one row per exported attachment (paths relative to the export), and one row

@@ -3,17 +3,16 @@ import ReceiptCatalog
 
 extension Vault {
     /// fsck's check of the search index: FTS5's own integrity check, and one row per receipt. The
-    /// index is derived data (the catalog and the stored texts), so `--repair` rebuilds it whole.
-    func checkSearchIndex(repair: Bool, sink: FsckSink) throws {
+    /// index is derived data (the catalog and the stored texts), so the repair rebuilds it whole.
+    func checkSearchIndex(sink: FsckSink) throws {
         // FTS5's integrity check is written as an INSERT: on a read-only file system SQLite reports
         // it as damage ("attempt to write a readonly database"), so there only the row counts run.
         var fs = statvfs()
         let readOnly = statvfs(path, &fs) == 0 && (fs.f_flag & UInt(ST_RDONLY)) != 0
         let problems = try catalog.searchIndexProblems(integrityCheck: !readOnly)
         guard !problems.isEmpty else { return }
-        if repair { try catalog.rebuildSearchIndex() }
-        sink.emit(FsckProblem(.catalog, path: catalogPath, detail: problems.joined(separator: "; ")
-            + (repair ? ": rebuilt it from the catalog and the stored text" : ": run `receipt fsck --repair` to rebuild it"),
-            repaired: repair))
+        let found = problems.joined(separator: "; ")
+        sink.emit(FsckProblem(.catalog, path: catalogPath, detail: found + ": run `receipt fsck --repair` to rebuild it",
+                              fix: .rebuildSearchIndex(found)))
     }
 }

@@ -89,7 +89,7 @@ extension Vault {
                     try ingest(inputs, budget: BatchBudget(inlineBytesLimit: 16 << 20), source: { .file($0) },
                                failed: { input, error in
                                    // An unreadable file is reported and the others go on; anything else stops the import.
-                                   guard let error = error as? IOError else { throw error }
+                                   guard let error = error as? PathError else { throw error }
                                    report.failed.append(FailedFile(path: input.path, error: error.description))
                                    return error.description
                                },
@@ -156,7 +156,7 @@ extension Vault {
 
     private func walk(_ folder: String, into files: inout [InputFile], skipped: inout [FailedFile]) throws {
         let names: [String]
-        do { names = try FileSystem.contents(of: folder).sorted() } catch let error as IOError {
+        do { names = try FileSystem.contents(of: folder).sorted() } catch let error as PathError {
             skipped.append(FailedFile(path: folder, error: "skipped: \(error.message)"))
             return
         }

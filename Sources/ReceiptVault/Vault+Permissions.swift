@@ -43,16 +43,14 @@ extension Vault {
     }
 
     /// fsck's check: one problem for the folders and one for the files others can reach (naming
-    /// the first few), each repaired when `repair` tightened every one of them.
-    static func checkPermissions(vaultPath: String, repair: Bool, sink: FsckSink) {
+    /// the first few); the repair tightens them (`tighten`).
+    static func checkPermissions(vaultPath: String, sink: FsckSink) {
         let open = openPermissions(vaultPath: vaultPath)
         for (paths, what) in [(open.folders, "folder(s)"), (open.files, "file(s)")] where !paths.isEmpty {
-            let failed = repair ? tighten(paths) : paths
             let examples = paths.prefix(3).joined(separator: ", ") + (paths.count > 3 ? ", …" : "")
-            let detail = "\(paths.count) \(what) of the vault can be read by other users (\(examples))"
-                + (repair ? (failed.isEmpty ? ": now readable by the owner only" : ": \(failed.count) could not be changed")
-                          : ": run `receipt fsck --repair` to make them private (chmod go-rwx)")
-            sink.emit(FsckProblem(.permissions, path: paths[0], detail: detail, repaired: repair && failed.isEmpty))
+            let found = "\(paths.count) \(what) of the vault can be read by other users (\(examples))"
+            sink.emit(FsckProblem(.permissions, path: paths[0], detail: found + ": run `receipt fsck --repair` to make them private (chmod go-rwx)",
+                                  fix: .tighten(paths, found)))
         }
     }
 }

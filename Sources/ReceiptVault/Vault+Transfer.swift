@@ -22,12 +22,6 @@ extension Vault: BlobStaging {
         try blobs.stage(bytes: bytes, compression: .none)
     }
 
-    /// Encodes and installs a staged blob as an external file (fsck's refetch); returns how it was
-    /// stored, for the caller to record.
-    public func installRefetched(_ staged: StagedBlob) throws -> StoredBlob {
-        try blobs.install([encodedForStorage(staged)])[0]
-    }
-
     /// A blob file a killed sync installed but did not get to reference: true when it verifies and
     /// is big enough to stay a file, so the ingest path may adopt it.
     public func isAdoptableBlobFile(_ id: BlobID) -> Bool {

@@ -53,7 +53,7 @@ extension VaultError {
         case let e as BlobError:
             if case .io(let io) = e { return VaultError(.io, io.description) }
             return VaultError(.io, e.description)
-        case let e as IOError: return VaultError(.io, e.description)
+        case let e as PathError: return VaultError(.io, e.description)
         case let e as DatabaseError where e.resultCode == .SQLITE_CORRUPT || e.resultCode == .SQLITE_NOTADB:
             // A catalog that opened but turns out damaged further in.
             return VaultError(.unusableVault, "the catalog is damaged (\(e.message ?? "\(e.resultCode)")): "

@@ -23,7 +23,7 @@ public final class VaultLock: @unchecked Sendable {
     public init(vaultPath: String, mode: Mode) throws {
         let path = FileSystem.join(vaultPath, VaultLock.fileName)
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        if fd < 0 { throw IOError("opening the vault lock", path: path, errno: errno) }
+        if fd < 0 { throw PathError("opening the vault lock", path: path, errno: errno) }
         let operation = mode == .shared ? LOCK_SH : LOCK_EX
         if flock(fd, operation | LOCK_NB) == 0 {
             self.fd = fd
@@ -34,7 +34,7 @@ public final class VaultLock: @unchecked Sendable {
             if errno == EINTR { continue }
             let code = errno
             Glibc.close(fd)
-            throw IOError("locking", path: path, errno: code)
+            throw PathError("locking", path: path, errno: code)
         }
         self.fd = fd
     }

@@ -5,11 +5,12 @@ import TestSupport
 import XCTest
 
 /// The server's catalog across versions of receipt: an older schema is migrated in place (its
-/// accounts, tokens and blobs kept), one written by a newer receipt is refused with a sentence saying
+/// accounts, tokens, blobs and records kept, the web list's rows made), one written by a newer receipt is refused with a sentence saying
 /// to upgrade, and left as it was. Both on the embedded SQLite catalog and on PostgreSQL.
 final class ServerMigrationTests: XCTestCase {
     static let token = String(repeating: "7", count: 64)
     static let blob = String(repeating: "b", count: 64)
+    static let payload = #"{"merchant":"Bakery","date":"2020-01-02","total":"1.50","tags":[],"attachments":[],"createdAt":1,"modifiedAt":1}"#
 
     func testAnOldSQLiteCatalogIsMigratedInPlaceAndANewerOneRefused() async throws {
         let folder = TemporaryFolder("receipt-server-migration")
@@ -24,6 +25,9 @@ final class ServerMigrationTests: XCTestCase {
                 try db.execute(sql: "INSERT INTO accounts(id, name, tokenHash, createdAt) VALUES (1, 'alice', ?, 5)",
                                arguments: [ServerCatalog.tokenHash(Self.token)])
                 try db.execute(sql: "INSERT INTO blobs(sha256, size, createdAt) VALUES (?, 10, 6)", arguments: [Self.blob])
+                try db.execute(sql: "INSERT INTO zones(id, uid, ownerID, name, seq, createdAt) VALUES (1, 'u1', 1, 'home', 2, 5)")
+                try db.execute(sql: "INSERT INTO records(zoneID, id, changeTag, seq, payload) VALUES (1, 'r1', 't1', 1, ?), (1, 'r2', 't2', 2, NULL)",
+                               arguments: [Self.payload])
             }
             try old.close()
         }
@@ -33,11 +37,13 @@ final class ServerMigrationTests: XCTestCase {
         let migrated = try await catalog.pool.read { db in
             (try ServerCatalog.migrator.appliedIdentifiers(db),
              try Int64.fetchOne(db, sql: "SELECT touchedAt FROM blobs WHERE sha256 = ?", arguments: [Self.blob]),
-             try db.tableExists("blobTexts"))
+             try db.tableExists("blobTexts"),
+             try String.fetchAll(db, sql: "SELECT id || ':' || merchant || ':' || date FROM webRows"))
         }
         XCTAssertEqual(migrated.0, Set(ServerCatalog.migrator.migrations))
         XCTAssertEqual(migrated.1, 6, "a blob's touchedAt starts at its creation")
         XCTAssertTrue(migrated.2)
+        XCTAssertEqual(migrated.3, ["r1:bakery:2020-01-02"], "the web list's rows are made for the live records")
         try catalog.close()
 
         // A newer receipt's migration: refused, nothing changed, and the CLI says to upgrade.
@@ -74,6 +80,8 @@ final class ServerMigrationTests: XCTestCase {
             INSERT INTO accounts(id, name, created_at) VALUES (1, 'alice', 5);
             INSERT INTO tokens(account_id, label, token_hash, created_at) VALUES (1, 'default', '\(ServerCatalog.tokenHash(Self.token))', 5);
             INSERT INTO blobs(sha256, size, created_at, touched_at) VALUES ('\(Self.blob)', 10, 6, 6);
+            INSERT INTO zones(id, uid, owner_id, name, seq, created_at) VALUES (1, 'u1', 1, 'home', 2, 5);
+            INSERT INTO records(zone_id, id, change_tag, seq, payload) VALUES (1, 'r1', 't1', 1, '\(Self.payload)'), (1, 'r2', 't2', 2, NULL);
             """)
         let store = try await ServerDatabase(url).open(dataPath: data)
         let alice = try await store.authenticate(token: Self.token)
@@ -83,6 +91,8 @@ final class ServerMigrationTests: XCTestCase {
         XCTAssertEqual(trimmed(try cluster.psql(url, "SELECT max(version) FROM receipt_schema")), "\(PostgresSchema.currentVersion)")
         XCTAssertEqual(trimmed(try cluster.psql(url, "SELECT count(*) FROM blobs")), "1")
         XCTAssertEqual(trimmed(try cluster.psql(url, "SELECT to_regclass('blob_texts') IS NOT NULL")), "t")
+        XCTAssertEqual(trimmed(try cluster.psql(url, "SELECT string_agg(id || ':' || merchant || ':' || date || ':' || amount, ',') FROM web_rows")),
+                       "r1:bakery:2020-01-02:1.50", "the web list's rows are made for the live records")
 
         try cluster.psql(url, "UPDATE receipt_schema SET version = 99")
         do {

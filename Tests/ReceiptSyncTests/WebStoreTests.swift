@@ -125,6 +125,28 @@ class WebStoreTests: XCTestCase {
         XCTAssertEqual(after.totals.map(\.total), [Decimal(string: "2.00"), Decimal(string: "5.00")])
     }
 
+    /// Words are found in the text a member extracted and uploaded through sync, once it is there.
+    func testWordsAreFoundInTheExtractedTextOnceItReachesTheServer() async throws {
+        let store = try await openStore()
+        let olga = try await household(store)
+        _ = try await store.push(WirePushRequest(records: [
+            WirePushRecord(id: id(1), baseTag: nil, receipt: receipt("Bakery", date: "2026-01-02", total: "1.10")),
+            WirePushRecord(id: id(2), baseTag: nil, receipt: receipt("Cab", date: nil, total: nil))]),
+            owner: "olga", name: "home", caller: olga)
+        func merchants(_ words: [String]) async throws -> [String] {
+            try await store.webZonePage(owner: "olga", name: "home", filter: WebFilter(words: words), offset: 0, limit: 50,
+                                        caller: olga).receipts.compactMap(\.receipt.merchant)
+        }
+        let before = try await merchants(["croissant"])
+        XCTAssertEqual(before, [])
+        try await store.putText(String(repeating: "a", count: 64), version: "test-1", WireText(text: "Two CROISSANTS 4.20", failed: nil),
+                                caller: olga)
+        let byText = try await merchants(["croissant"])
+        XCTAssertEqual(byText, ["Bakery", "Cab"], "every receipt with that blob matches by its text")
+        let mixed = try await merchants(["croissants", "cab"])
+        XCTAssertEqual(mixed, ["Cab"], "one word in the text, the other in the metadata")
+    }
+
     func testPasswordsSessionsAndTheirRevocation() async throws {
         let store = try await openStore()
         let olga = try await account(store, "olga")
@@ -184,6 +206,7 @@ class WebStoreTests: XCTestCase {
         let kept = try store.blobs.write(bytes: Array("kept".utf8), compression: .none)
         let loose = try store.blobs.write(bytes: Array("loose".utf8), compression: .none)
         try await store.registerUploads([(kept.id, kept.size), (loose.id, loose.size)], caller: olga)
+        try await store.uploadsInstalled([kept.id, loose.id])
         var attached = receipt("Bakery", date: nil, total: nil)
         attached.attachments = [WireAttachment(sha256: kept.id.hex, size: kept.size, filename: "a.jpg", mediaType: "image/jpeg")]
         _ = try await store.push(WirePushRequest(records: [WirePushRecord(id: id(1), baseTag: nil, receipt: attached)]),
@@ -229,34 +252,6 @@ final class PostgresWebStoreTests: WebStoreTests {
                    (SELECT split_part(hash, '$', 1) FROM web_passwords)
             """)
         XCTAssertEqual(rows.trimmingCharacters(in: .whitespacesAndNewlines), "bakery rye 1.10 [] scan.jpg|1|pbkdf2-sha256")
-    }
-}
-
-/// Word searches reach the text the server keeps for blobs (embedded catalog), once that table exists.
-final class WebTextSearchTests: XCTestCase {
-    func testWordsAreFoundInTheExtractedTextOnceTheServerKeepsIt() async throws {
-        let folder = TemporaryFolder("receipt-web-text")
-        let store = try ServerCatalog(dataPath: folder.file("data"))
-        defer { try? store.close() }
-        let olga = try await WebFixtures.household(store)
-        _ = try await store.push(WirePushRequest(records: [
-            WirePushRecord(id: WebFixtures.id(1), baseTag: nil, receipt: WebFixtures.receipt("Bakery", date: "2026-01-02", total: "1.10")),
-            WirePushRecord(id: WebFixtures.id(2), baseTag: nil, receipt: WebFixtures.receipt("Cab", date: nil, total: nil))]),
-            owner: "olga", name: "home", caller: olga)
-        func merchants(_ filter: WebFilter) async throws -> [String] {
-            try await store.webZonePage(owner: "olga", name: "home", filter: filter, offset: 0, limit: 50, caller: olga)
-                .receipts.compactMap(\.receipt.merchant)
-        }
-        let filter = WebFilter(words: ["croissant"])
-        let before = try await merchants(filter)
-        XCTAssertEqual(before, [])
-        try await store.pool.write { db in
-            try db.execute(sql: "CREATE TABLE IF NOT EXISTS \(ServerCatalog.blobTextTable) (sha256 TEXT NOT NULL, text TEXT)")
-            try db.execute(sql: "INSERT INTO \(ServerCatalog.blobTextTable)(sha256, text) VALUES (?, 'Two CROISSANTS 4.20')",
-                           arguments: [String(repeating: "a", count: 64)])
-        }
-        let byText = try await merchants(filter)
-        XCTAssertEqual(byText, ["Bakery", "Cab"], "every receipt with that blob matches by its text")
     }
 }
 

@@ -226,16 +226,16 @@ final class FsckTests: XCTestCase {
         XCTAssertEqual(try vault.readBlob(vault.blobRecord(corrupt.sha256)) { _ in }, corrupt.size)
     }
 
-    /// The seam the sync engine fills: a refetcher that installs verified bytes from elsewhere (here
+    /// The seam the sync engine fills: a refetcher that stages verified bytes from elsewhere (here
     /// another vault's blob tree, as a mirror would).
     struct MirrorRefetcher: BlobRefetcher {
         let mirror: BlobStore
-        func fetch(_ id: BlobID, into store: BlobStore) async throws -> StoredBlob? {
+        func fetch(_ id: BlobID, into store: BlobStore) async throws -> StagedBlob? {
             guard let encoding = try mirror.detectEncoding(id) else { return nil }
             let temp = store.interimPath + "/mirror-" + SecureRandom.hex(8) + ".interim"
             try mirror.copy(id, encoding: encoding, to: temp)
             defer { try? FileSystem.remove(temp) }
-            return try FileDescriptor.with(temp, O_RDONLY) { try store.write(from: $0, compression: .auto, expected: id) }
+            return try FileDescriptor.with(temp, O_RDONLY) { try store.stage(from: $0, compression: .auto, expected: id) }
         }
     }
 
@@ -454,10 +454,10 @@ final class FsckTests: XCTestCase {
 
     static func overwrite(_ path: String, at offset: Int, with bytes: [UInt8]) throws {
         let fd = open(path, O_WRONLY)
-        guard fd >= 0 else { throw IOError("opening", path: path, errno: errno) }
+        guard fd >= 0 else { throw PathError("opening", path: path, errno: errno) }
         defer { close(fd) }
         let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, bytes.count, off_t(offset)) }
-        guard n == bytes.count else { throw IOError("writing", path: path, errno: errno) }
+        guard n == bytes.count else { throw PathError("writing", path: path, errno: errno) }
     }
 
     /// Moves the catalog's WAL into its main file (as a clean shutdown does).

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import ReceiptCatalog
+@testable import MediaTypes
 @testable import ReceiptVault
 
 /// The small pieces the import and export paths are built from, on their edges.

@@ -37,31 +37,42 @@ final class VaultTests: XCTestCase {
         return out
     }
 
-    // I1
-    func testImportedBlobIsInstalledBeforeItsRowCommits() throws {
+    // I1 and I6, once, against the ingest path every caller goes through (`Vault.ingest`: import,
+    // manifest import, attach, watch, sync pull, fsck's repair, the catalog rebuild); each caller is
+    // killed mid-way in CrashTests, WatchKillTests, IngestKillTests and PullKillTests.
+    func testIngestInstallsEachBlobBeforeItsRowAndCommitsTheCallersRowsWithIt() throws {
+        struct Refused: Error {}
         // A blob that cannot be installed (its fan-out folder is taken by a file) must leave no row.
         let bytes = TestData.random(10_000, seed: 1)
         let id = SHA256Hasher.hash(bytes)
         try FileManager.default.createDirectory(atPath: vault.blobs.blobsPath, withIntermediateDirectories: true)
         try Data("not a folder".utf8).write(to: URL(fileURLWithPath: vault.blobs.blobsPath + "/" + id.fanOut))
-        let path = try folder.write("in/big.bin", bytes)
-        XCTAssertThrowsError(try vault.importFiles([path]))
-        XCTAssertEqual(try count("receipts"), 0)
+        let receipt = "1f2e3d4c-5b6a-4789-9abc-def012345678"
+        XCTAssertThrowsError(try vault.ingestOnce([.bytes(bytes)]) { w, _ in try w.recordChange(receipt, zone: Zone.personal, .upsert) })
         XCTAssertEqual(try count("blobs"), 0, "no row may refer to a blob that is not installed")
-        XCTAssertEqual(try count("changes"), 0)
-        // The same through a manifest.
-        try folder.write("in/manifest.csv", "path\nbig.bin\n")
-        XCTAssertThrowsError(try vault.importManifest(folder.file("in/manifest.csv")))
-        XCTAssertEqual(try count("blobs"), 0)
-        XCTAssertEqual(try count("receipts"), 0)
-
-        // Once installable, every committed row's blob is a complete file under its address.
+        XCTAssertEqual(try count("changes"), 0, "the caller's rows never ran")
         try FileManager.default.removeItem(atPath: vault.blobs.blobsPath + "/" + id.fanOut)
-        let report = try vault.importManifest(folder.file("in/manifest.csv"))
-        XCTAssertEqual(report.imported.count, 1)
+
+        // The caller's rows fail: its outbox entry goes with the blob rows (one transaction, I6),
+        // and the installed file is left for gc (durable bytes no row refers to).
+        XCTAssertThrowsError(try vault.ingestOnce([.bytes(bytes), .bytes(Array("small".utf8))]) { w, _ in
+            try w.recordChange(receipt, zone: Zone.personal, .upsert)
+            throw Refused()
+        })
+        XCTAssertEqual(try count("blobs"), 0)
+        XCTAssertEqual(try count("changes"), 0)
+        XCTAssertTrue(vault.blobs.contains(id))
+
+        // Once it goes through, every committed row's blob is a complete file under its address.
+        let done = try vault.ingestOnce([.bytes(bytes)]) { w, ingested in
+            try w.recordChange(receipt, zone: Zone.personal, .upsert)
+            return ingested
+        }
+        XCTAssertEqual(done.map(\.id), [id])
         let record = try vault.blobRecord(id.hex)
         XCTAssertNil(record.inline)
         XCTAssertEqual(try vault.blobs.verify(id, encoding: record.encoding), 10_000)
+        XCTAssertEqual(try count("changes"), 1)
         XCTAssertEqual(try FileSystem.contents(of: vault.blobs.interimPath), [], "no staging file left")
     }
 
@@ -196,7 +207,7 @@ final class VaultTests: XCTestCase {
         XCTAssertTrue(vault.blobs.contains(SHA256Hasher.hash(big)))
     }
 
-    // I6
+    // I6: each mutation's verb
     func testEveryMutationWritesItsOutboxEntry() throws {
         func changes() throws -> [(String, String)] {
             try vault.catalog.read { db in

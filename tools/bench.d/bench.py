@@ -638,6 +638,8 @@ def main():
                     help="only how each command grows with a vault of 10,000 to 1,000,000 receipts (bench.d/scale.py)")
     ap.add_argument("--sizes", default="10000,100000,1000000", metavar="N,N,...",
                     help="vault sizes for --scale (default %(default)s)")
+    ap.add_argument("--skip", default="", metavar="index,sync",
+                    help="with --scale: leave out text extraction and search (index), or the sync steps (sync)")
     ap.add_argument("--web", action="store_true",
                     help="only the web view's page latency on a 10,000-receipt zone (tools/bench.d/web.py)")
     a = ap.parse_args()
@@ -664,7 +666,10 @@ def main():
         fresh_dir(b.run_dir, RUN_TAG)
         os.makedirs(b.logs)
         os.makedirs(b.env["HOME"], exist_ok=True)
-        text = scale.run(b, sizes)
+        skip = [x for x in a.skip.split(",") if x]
+        if set(skip) - {"index", "sync"}:
+            ap.error("--skip: index, sync or both")
+        text = scale.run(b, sizes, skip)
         print(text)
         out = a.out or os.path.join(b.work, "scale-results.md")
         with open(out, "w") as f:

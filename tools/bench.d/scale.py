@@ -48,8 +48,8 @@ def subset(root, rows, n):
 
 
 class Scale:
-    def __init__(self, bench, sizes):
-        self.b, self.sizes, self.cells = bench, sizes, {}  # (step, size) -> (seconds, rss) or note
+    def __init__(self, bench, sizes, skip=()):
+        self.b, self.sizes, self.cells, self.skip = bench, sizes, {}, set(skip)  # cells: (step, size) -> (s, rss, cpu) or note
 
     def cell(self, step, n, body):
         try:
@@ -69,14 +69,20 @@ class Scale:
             b.rc(vault, "import", "--manifest", manifest, "--no-index"), "receipt", timeout=timeout))
         self.cell("list (one month)", n, lambda: b.run(
             b.rc(vault, "list", "--from", "2021-03-01", "--to", "2021-03-31"), "receipt", out=b.path("list.txt")))
-        self.cell("index", n, lambda: b.run(b.rc(vault, "index", "--json"), "receipt", timeout=timeout))
-        self.cell("search", n, lambda: b.run(
-            b.rc(vault, "search", "tesco", "sourdough", "--limit", "20", "--json"), "receipt", out=b.path("search.json")))
+        if "index" in self.skip:
+            self.cells["index", n] = self.cells["search", n] = "skipped (--skip index)"
+        else:
+            self.cell("index", n, lambda: b.run(b.rc(vault, "index", "--json"), "receipt", timeout=timeout))
+            self.cell("search", n, lambda: b.run(
+                b.rc(vault, "search", "tesco", "sourdough", "--limit", "20", "--json"), "receipt", out=b.path("search.json")))
         self.cell("stats", n, lambda: b.run(b.rc(vault, "stats", "--json"), "receipt"))
         self.cell("fsck --quick", n, lambda: b.run(b.rc(vault, "fsck", "--quick"), "receipt", timeout=timeout))
         self.cell("fsck", n, lambda: b.run(b.rc(vault, "fsck"), "receipt", timeout=timeout))
         self.cell("gc (nothing to collect)", n, lambda: b.run(b.rc(vault, "gc"), "receipt", timeout=timeout))
-        self.sync(n, vault)
+        if "sync" in self.skip:
+            self.cells["sync (first, whole vault)", n] = self.cells["sync (one edit)", n] = "skipped (--skip sync)"
+        else:
+            self.sync(n, vault)
         subprocess.run(["rm", "-rf", vault, b.path("server-%d" % n)])
 
     def sync(self, n, vault):
@@ -183,7 +189,7 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def run(b, sizes):
+def run(b, sizes, skip=()):
     t0 = time.time()
     rows = max(sizes)
     root = os.path.join(b.work, "scale-corpus")
@@ -200,11 +206,13 @@ def run(b, sizes):
     b.build_receipt()
     if b.receipt is None:
         raise SystemExit("bench --scale: no receipt binary (%s)" % b.why_not)
-    s = Scale(b, sizes)
+    s = Scale(b, sizes, skip)
     for n in sizes:
         manifest = subset(root, done["files"], n)
         warm(root, manifest)  # the files are read from the page cache, at every size alike
         s.run_size(n, manifest)
+        with open(os.path.join(b.work, "scale-partial.md"), "w") as f:  # what is done so far, should a size not end
+            f.write("\n".join(s.table()) + "\n")
     head = ["## tools/bench --scale, %s" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "",
             "Machine: %s, %d cores, Linux %s; load average at the end %.1f. Small text receipts of 1-4 KB "
             "(inline in the catalog), %d%% exact duplicates. Run took %.0f s. receipt %s." % (

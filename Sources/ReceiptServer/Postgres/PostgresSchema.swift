@@ -106,12 +106,14 @@ enum PostgresSchema {
                 status TEXT,
                 currency TEXT,
                 total TEXT,
+                -- The total as an exact number when it is one (then summed here, per currency).
+                amount NUMERIC,
                 words TEXT NOT NULL,
                 PRIMARY KEY (zone_id, id),
                 FOREIGN KEY (zone_id, id) REFERENCES records(zone_id, id) ON DELETE CASCADE)
             """,
             "CREATE INDEX web_rows_by_date ON web_rows(zone_id, date DESC NULLS LAST, created_at DESC, id)",
-            "CREATE INDEX web_rows_by_amount ON web_rows(zone_id, currency, total) INCLUDE (date, status, category, merchant)",
+            "CREATE INDEX web_rows_by_amount ON web_rows(zone_id, currency) INCLUDE (amount, total, date, status, category, merchant)",
             """
             CREATE FUNCTION receipt_web_row() RETURNS trigger LANGUAGE plpgsql AS $$
             DECLARE j jsonb;
@@ -119,9 +121,10 @@ enum PostgresSchema {
                 DELETE FROM web_rows WHERE zone_id = NEW.zone_id AND id = NEW.id;
                 IF NEW.payload IS NOT NULL THEN
                     j := NEW.payload::jsonb;
-                    INSERT INTO web_rows(zone_id, id, date, created_at, merchant, category, status, currency, total, words)
+                    INSERT INTO web_rows(zone_id, id, date, created_at, merchant, category, status, currency, total, amount, words)
                     VALUES (NEW.zone_id, NEW.id, j->>'date', coalesce((j->>'createdAt')::bigint, 0), lower(j->>'merchant'),
                             lower(j->>'category'), j->>'status', j->>'currency', j->>'total',
+                            CASE WHEN j->>'total' ~ '^-?[0-9]+([.][0-9]+)?$' THEN (j->>'total')::numeric END,
                             lower(concat_ws(' ', j->>'merchant', j->>'category', j->>'note', j->>'total', j->>'claim', j->>'tags',
                                 (SELECT string_agg(a->>'filename', ' ')
                                  FROM jsonb_array_elements(coalesce(j->'attachments', '[]'::jsonb)) a))));

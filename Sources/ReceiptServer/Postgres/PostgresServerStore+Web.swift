@@ -97,7 +97,7 @@ extension PostgresServerStore {
             let zone = try await Self.requireZone(db, owner: owner, name: name, caller: caller)
             var binds = PostgresBindings()
             var clauses: [String] = []
-            // Each clause has at most one `?`, numbered here after the binds before it.
+            // Every `?` of a clause stands for its one value, numbered after the binds before it.
             func add(_ sql: String, _ value: String? = nil) {
                 guard let value else { return clauses.append(sql) }
                 binds.append(value)
@@ -112,8 +112,13 @@ extension PostgresServerStore {
             if let status = filter.status {
                 status == "none" ? add("w.status IS NULL") : add("w.status = ?", status)
             }
-            // Extracted text is kept in the embedded catalog only so far (ServerCatalog.blobTextTable).
-            for word in filter.words { add("strpos(w.words, lower(?)) > 0", word) }
+            // Each word in the metadata or in the text extracted from one of the receipt's blobs.
+            for word in filter.words {
+                add("""
+                    (strpos(w.words, lower(?)) > 0 OR EXISTS (SELECT 1 FROM record_blobs rb JOIN blob_texts t ON t.sha256 = rb.sha256
+                     WHERE rb.zone_id = w.zone_id AND rb.record_id = w.id AND strpos(lower(t.text), lower(?)) > 0))
+                    """, word)
+            }
             let whereSQL = clauses.joined(separator: " AND ")
             var pageBinds = binds
             pageBinds.append(limit)
@@ -130,12 +135,20 @@ extension PostgresServerStore {
                 let (id, tag, payload) = try row.decode((String, String, String).self)
                 return WebReceiptRow(id: id, changeTag: tag, receipt: try decoder.decode(WireReceipt.self, from: Data(payload.utf8)))
             }
+            // Summed exactly as NUMERIC per currency; a total that is no plain number (rare) is
+            // grouped by its text and read as the embedded catalog reads it.
             var totals = WebTotals()
             for row in try await db.rows(PostgresQuery(unsafeSQL: """
-                SELECT w.total, w.currency, count(*) FROM web_rows w WHERE \(whereSQL) GROUP BY w.currency, w.total
+                SELECT w.currency, CASE WHEN w.amount IS NULL THEN w.total END, sum(w.amount)::text, count(w.amount), count(*)
+                FROM web_rows w WHERE \(whereSQL) GROUP BY 1, 2
                 """, binds: binds)) {
-                let (total, currency, count) = try row.decode((String?, String?, Int64).self)
-                totals.add(total: total, currency: currency, count: Int(count))
+                let (currency, other, sum, summed, count) = try row.decode((String?, String?, String?, Int64, Int64).self)
+                if let sum {
+                    totals.add(sum: sum, currency: currency, count: Int(summed))
+                    totals.add(total: nil, currency: currency, count: Int(count - summed))
+                } else {
+                    totals.add(total: other, currency: currency, count: Int(count))
+                }
             }
             return WebZonePage(zone: zone, receipts: receipts, matching: totals.matching, totals: totals.totals)
         }

@@ -96,7 +96,7 @@ public enum ServerDatabase: Sendable, Equatable {
             let store = BlobStore(root: dataPath)
             try store.prepare()
             return store
-        } catch let error as IOError {
+        } catch let error as PathError {
             throw ServerError(500, "the server data folder \(dataPath) cannot be prepared: \(error.description)")
         }
     }

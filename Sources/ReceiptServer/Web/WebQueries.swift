@@ -44,6 +44,15 @@ struct WebTotals {
         sums[key] = (sum.0 + amount * Decimal(count), sum.1 + count)
     }
 
+    /// A sum the database made exactly (PostgreSQL's NUMERIC) of `count` receipts.
+    mutating func add(sum: String, currency: String?, count: Int) {
+        matching += count
+        guard let amount = Decimal(string: sum, locale: Locale(identifier: "en_US_POSIX")) else { return }
+        let key = currency ?? "(none)"
+        let previous = sums[key] ?? (0, 0)
+        sums[key] = (previous.0 + amount, previous.1 + count)
+    }
+
     var totals: [(currency: String, total: Decimal, count: Int)] {
         sums.sorted { $0.key < $1.key }.map { (currency: $0.key, total: $0.value.0, count: $0.value.1) }
     }
@@ -104,10 +113,6 @@ extension ServerCatalog {
         }
     }
 
-    /// The table another part of the server fills with the text extracted from blobs (sha256,
-    /// text); word searches look into it once it exists.
-    static let blobTextTable = "blobTexts"
-
     /// One page of the zone's live receipts, newest date first (undated last), with the count and
     /// the totals of every receipt the filter matches (one pass over `webRows`, no JSON parsed).
     func webZonePage(owner: String, name: String, filter: WebFilter, offset: Int, limit: Int,
@@ -127,17 +132,13 @@ extension ServerCatalog {
             if let status = filter.status {
                 status == "none" ? add("w.status IS NULL", []) : add("w.status = ?", [status])
             }
-            let hasText = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)",
-                                            arguments: [Self.blobTextTable]) ?? false
+            // Each word in the metadata or in the text extracted from one of the receipt's blobs
+            // (any extractor version; `blobTexts`, filled through sync by the members who extracted it).
             for word in filter.words {
-                if hasText {
-                    add("""
-                        (instr(w.words, lower(?)) > 0 OR EXISTS (SELECT 1 FROM recordBlobs rb JOIN \(Self.blobTextTable) t ON t.sha256 = rb.sha256
-                         WHERE rb.zoneID = w.zoneID AND rb.recordID = w.id AND instr(lower(t.text), lower(?)) > 0))
-                        """, [word, word])
-                } else {
-                    add("instr(w.words, lower(?)) > 0", [word])
-                }
+                add("""
+                    (instr(w.words, lower(?)) > 0 OR EXISTS (SELECT 1 FROM recordBlobs rb JOIN blobTexts t ON t.sha256 = rb.sha256
+                     WHERE rb.zoneID = w.zoneID AND rb.recordID = w.id AND instr(lower(t.text), lower(?)) > 0))
+                    """, [word, word])
             }
             let whereSQL = clauses.joined(separator: " AND ")
             var pageArguments = arguments

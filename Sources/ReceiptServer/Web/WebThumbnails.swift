@@ -15,6 +15,10 @@ actor WebThumbnails {
     let store: BlobStore
     /// Generations under way: a page of 50 rows asking at once makes each thumbnail once.
     private var running: [BlobID: Task<Thumbnail, Never>] = [:]
+    /// Tools running now, at most one per core; the rest wait their turn.
+    private var busy = 0
+    private var queue: [CheckedContinuation<Void, Never>] = []
+    static let parallel = max(1, ProcessInfo.processInfo.activeProcessorCount)
 
     static let size = 160
     static let limits = ToolLimits(seconds: 20, memoryBytes: 1 << 30)
@@ -37,12 +41,28 @@ actor WebThumbnails {
         if FileManager.default.fileExists(atPath: failed) { return .placeholder }
         if let task = running[blob] { return await task.value }
         let task = Task.detached { [folder, store] in
-            await Self.make(blob, mediaType: mediaType, store: store, folder: folder, png: png, failed: failed)
+            await self.acquire()
+            let made = await Self.make(blob, mediaType: mediaType, store: store, folder: folder, png: png, failed: failed)
+            await self.release()
+            return made
         }
         running[blob] = task
         let result = await task.value
         running[blob] = nil
         return result
+    }
+
+    private func acquire() async {
+        if busy < Self.parallel {
+            busy += 1
+            return
+        }
+        await withCheckedContinuation { queue.append($0) }
+    }
+
+    /// Hands the slot to the next waiting generation, if any.
+    private func release() {
+        if queue.isEmpty { busy -= 1 } else { queue.removeFirst().resume() }
     }
 
     func path(_ blob: BlobID, _ suffix: String) -> String {

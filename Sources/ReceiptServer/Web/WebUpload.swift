@@ -1,6 +1,7 @@
 import BlobStore
 import Foundation
 import Hummingbird
+import MediaTypes
 import MultipartKit
 import NIOCore
 import ReceiptWire
@@ -265,14 +266,11 @@ final class WebUploadReceiver {
     func mediaType(for filename: String) -> String {
         let known = WebFiles.inlineTypes.union(["image/heic", "image/heif", "image/tiff", "image/bmp"])
         if let contentType, known.contains(contentType) { return contentType }
-        switch (filename as NSString).pathExtension.lowercased() {
-        case "jpg", "jpeg": return "image/jpeg"
-        case "png": return "image/png"
-        case "pdf": return "application/pdf"
-        case "heic": return "image/heic"
-        case "webp": return "image/webp"
-        default: return "application/octet-stream"
-        }
+        // Named by its extension (the one table of them) when it is one of the types an upload is
+        // shown as; otherwise bytes of no known type.
+        let named: Set = ["image/jpeg", "image/png", "application/pdf", "image/heic", "image/webp"]
+        if let type = MediaType.byFileName(filename), named.contains(type) { return type }
+        return "application/octet-stream"
     }
 
     /// The last path component, without control characters, at most 255 bytes.

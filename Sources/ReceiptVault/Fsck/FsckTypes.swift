@@ -14,6 +14,34 @@ public enum FsckProblemKind: String, Codable, Sendable, CaseIterable {
     case permissions
 }
 
+/// How the repair fixes a problem the checker found: what the checker learnt that the repair needs
+/// (not part of the contract's JSON). Blobs come back through the ingest path (refetch, adopt);
+/// bad files go to quarantine/, never deleted.
+enum FsckFix: Sendable, Equatable {
+    /// The catalog cannot be used (why): set it aside and build a new one from the blobs.
+    case rebuildCatalog(String)
+    /// The search index disagrees with the catalog (its problems): rebuild it whole.
+    case rebuildSearchIndex(String)
+    /// Vault paths others can read (the problem, without advice): take the permissions away.
+    case tighten([String], String)
+    case recreateZone(String)
+    case recreateReceipt(String)
+    /// The row's encoding or sizes disagree with a good file: record the file as it is.
+    case rerecord(BlobID, encoding: BlobEncoding, size: Int64, storedSize: Int64)
+    /// A row no receipt refers to whose file is gone: drop the row.
+    case dropRow(BlobID)
+    /// A referenced blob whose file (or inline bytes) is bad or gone: set the file aside, fetch back.
+    case refetch(BlobID, inline: Bool)
+    /// Attachments whose blob row is gone: adopt the file, else fetch back.
+    case restoreRow(BlobID)
+    /// A good file no row records: adopt it as a receipt of zone `recovered`.
+    case adoptOrphan(BlobID)
+    /// A corrupt or stray file (the problem's path): into quarantine/.
+    case quarantine
+    /// A staging file no command owns (the problem's path): remove it.
+    case removeStaging
+}
+
 /// One problem fsck found, with the receipts it affects. `receipt` is the first of `receipts`
 /// (the contract's field); `repaired` says whether `--repair` fixed it.
 public struct FsckProblem: Codable, Sendable, Equatable {
@@ -24,9 +52,16 @@ public struct FsckProblem: Codable, Sendable, Equatable {
     public var path: String?
     public var detail: String
     public var repaired: Bool
+    /// What the repair does about it (nil: nothing can be done).
+    var fix: FsckFix? = nil
 
     public init(_ kind: FsckProblemKind, sha256: String? = nil, receipts: [String] = [], path: String? = nil,
                 detail: String, repaired: Bool = false) {
+        self.init(kind, sha256: sha256, receipts: receipts, path: path, detail: detail, repaired: repaired, fix: nil)
+    }
+
+    init(_ kind: FsckProblemKind, sha256: String? = nil, receipts: [String] = [], path: String? = nil,
+         detail: String, repaired: Bool = false, fix: FsckFix?) {
         self.kind = kind
         self.sha256 = sha256
         self.receipt = receipts.first
@@ -34,6 +69,7 @@ public struct FsckProblem: Codable, Sendable, Equatable {
         self.path = path
         self.detail = detail
         self.repaired = repaired
+        self.fix = fix
     }
 
     enum CodingKeys: String, CodingKey { case kind, sha256, receipt, receipts, path, detail, repaired }
@@ -71,11 +107,12 @@ public struct FsckProgress: Sendable {
 }
 
 /// Where `fsck --repair` gets a missing or corrupt blob back from: the sync engine implements it
-/// (ReceiptSync) and the fsck command passes it in when the vault has a remote. `fetch` must
-/// install the blob into `store` verified against `id` (stage with `expected: id`, then install,
-/// as every writer does) and return what it installed, or nil when the source does not have it.
+/// (ReceiptSync) and the fsck command passes it in when the vault has a remote. `fetch` stages the
+/// blob in `store` verified against `id` (stage with `expected: id`), encoded as the vault stores
+/// blobs, and returns it without installing it — the repair enters it through the ingest path — or
+/// nil when the source does not have it.
 public protocol BlobRefetcher: Sendable {
-    func fetch(_ id: BlobID, into store: BlobStore) async throws -> StoredBlob?
+    func fetch(_ id: BlobID, into store: BlobStore) async throws -> StagedBlob?
 }
 
 public struct FsckOptions: Sendable {
@@ -102,7 +139,7 @@ final class FsckSink: @unchecked Sendable {
     private(set) var checkedBlobs = 0
     private(set) var checkedBytes: Int64 = 0
     private let onProblem: @Sendable (FsckProblem) -> Void
-    private let onProgress: @Sendable (FsckProgress) -> Void
+    let onProgress: @Sendable (FsckProgress) -> Void
 
     init(onProblem: @escaping @Sendable (FsckProblem) -> Void, onProgress: @escaping @Sendable (FsckProgress) -> Void) {
         self.onProblem = onProblem
@@ -130,6 +167,15 @@ final class FsckSink: @unchecked Sendable {
             progress.blobsDone += 1
             progress.bytesDone += plannedBytes
             onProgress(progress)
+        }
+    }
+
+    /// Adds the blobs and bytes another sink checked (a check run before a repair).
+    func absorbCounts(_ other: FsckSink) {
+        let (blobs, bytes) = other.lock.withLock { (other.checkedBlobs, other.checkedBytes) }
+        lock.withLock {
+            checkedBlobs += blobs
+            checkedBytes += bytes
         }
     }
 

@@ -1,10 +1,139 @@
 import BlobStore
 import Foundation
-import GRDB
+import MediaTypes
 import ReceiptCatalog
 
 extension Vault {
     static let recoveredNote = "recovered by `receipt fsck --repair`: the catalog had lost this receipt's record"
+
+    /// The repair (docs/DESIGN.md, "fsck"): takes the problems `check` found and fixes each by its
+    /// kind — blobs back through the ingest path (fetched from the sync server, or a good file
+    /// adopted), bad files into quarantine/ (never deleted), rows as the files are. Each problem goes
+    /// to `sink` once its repair was tried, saying what was done. The caller holds the vault lock
+    /// exclusively.
+    static func repair(_ problems: [FsckProblem], at path: String, options: FsckOptions, sink: FsckSink) async throws {
+        if let broken = problems.first(where: { if case .rebuildCatalog = $0.fix { true } else { false } }),
+           case .rebuildCatalog(let why) = broken.fix {
+            // Everything else found was about the catalog that is being replaced: the new one is
+            // checked again, and what that finds is repaired (it is never rebuilt twice in a run).
+            let summary = try await rebuildCatalog(vaultPath: path, store: BlobStore(root: path), options: options, sink: sink)
+            sink.emit(FsckProblem(.catalog, path: broken.path, detail: why + "; " + summary, repaired: true))
+            let again = FsckSink(onProblem: { _ in }, onProgress: sink.onProgress)
+            try await check(at: path, options: options, sink: again)
+            sink.absorbCounts(again)
+            let left = again.problems.map { problem in
+                var problem = problem
+                if case .rebuildCatalog = problem.fix { problem.fix = nil }
+                return problem
+            }
+            return try await repair(left, at: path, options: options, sink: sink)
+        }
+        let vault: Vault
+        do { vault = try Vault.open(at: path) } catch { throw VaultError.wrap(error) }
+        defer { try? vault.close() }
+        var removedStaging = false
+        func fix(_ problems: [FsckProblem]) async throws {
+            for var problem in problems {
+                do {
+                    if problem.fix == .removeStaging { removedStaging = true }
+                    try await vault.repair(&problem, options)
+                } catch let error as CancellationError {
+                    throw error
+                } catch {
+                    throw VaultError.wrap(error)
+                }
+                sink.emit(problem)
+            }
+        }
+        try await fix(problems.filter { $0.kind != .permissions })
+        if removedStaging { try? FileSystem.syncDirectory(vault.blobs.interimPath) }
+        // Permissions last, and looked at again: a file moved into quarantine/ kept its own.
+        let permissions = FsckSink(onProblem: { _ in }, onProgress: { _ in })
+        checkPermissions(vaultPath: path, sink: permissions)
+        try await fix(permissions.problems)
+    }
+
+    /// Fixes one problem (when its kind can be fixed), saying in its detail what was done.
+    private func repair(_ problem: inout FsckProblem, _ options: FsckOptions) async throws {
+        guard let fix = problem.fix else { return }
+        switch fix {
+        case .rebuildCatalog:
+            problem.detail += "; the new catalog cannot be used either"
+        case .rebuildSearchIndex(let found):
+            try catalog.rebuildSearchIndex()
+            problem.detail = found + ": rebuilt it from the catalog and the stored text"
+            problem.repaired = true
+        case .tighten(let paths, let found):
+            let failed = Self.tighten(paths)
+            problem.detail = found + (failed.isEmpty ? ": now readable by the owner only" : ": \(failed.count) could not be changed")
+            problem.repaired = failed.isEmpty
+        case .recreateZone(let zone):
+            try catalog.transaction { w in try w.ensureZone(zone) }
+            problem.repaired = true
+            problem.detail += "; the zone was recreated"
+        case .recreateReceipt(let receipt):
+            try catalog.transaction { w in
+                try w.ensureZone(Zone.recovered)
+                try w.insertRecoveredReceipt(id: receipt, zone: Zone.recovered, note: Self.recoveredNote)
+            }
+            problem.repaired = true
+            problem.detail += "; the receipt was recreated in zone '\(Zone.recovered)'"
+        case .rerecord(let id, let encoding, let size, let storedSize):
+            try catalog.transaction { w in try w.rerecordBlob(id, size: size, storedSize: storedSize, encoding: encoding) }
+            problem.repaired = true
+            problem.detail += "; the catalog now records the file as it is"
+        case .dropRow(let id):
+            guard !FileSystem.exists(blobs.path(for: id)) else { return }
+            try catalog.transaction { w in try w.deleteBlobIfUnreferenced(id) }
+            problem.repaired = true
+            problem.detail += "; its row was removed"
+        case .refetch(let id, let inline):
+            if !inline, FileSystem.exists(blobs.path(for: id)) { quarantineInto(&problem, blobs.path(for: id), repairedByMove: false) }
+            // The row is recorded as the file fetched back is (an inline one keeps its size).
+            if try await refetch(id, options, rows: { w, staged in
+                try w.rerecordBlob(id, size: inline ? nil : staged.size, storedSize: staged.storedSize, encoding: staged.encoding)
+            }) {
+                problem.repaired = true
+                problem.detail += "; fetched back from the sync server"
+            } else if inline {
+                problem.detail += "; no sync server could give it back"
+            } else {
+                problem.detail += options.refetcher == nil
+                    ? "; no sync server is set to fetch it back from" : "; the sync server could not give it back"
+            }
+        case .restoreRow(let id):
+            if (try? blobs.detectEncoding(id)) != nil, (try? blobs.storedSize(of: id)) != nil {
+                try ingestOnce([.adopted(id)]) { _, _ in }
+                problem.repaired = true
+                problem.detail += "; its file is good and is recorded again"
+            } else if try await refetch(id, options, rows: { _, _ in }) {
+                problem.repaired = true
+                problem.detail += "; fetched back from the sync server"
+            } else {
+                problem.detail += "; no file and no sync server could give it back (the receipt is kept)"
+            }
+        case .adoptOrphan(let id):
+            if (try? blobs.detectEncoding(id)) != nil {
+                let receipt = try adoptIntoRecovered([id])
+                problem.receipts = receipt
+                problem.receipt = receipt.first
+                problem.repaired = true
+                problem.detail += "; kept as an attachment of receipt \(receipt.first ?? "?") in zone '\(Zone.recovered)'"
+            } else {
+                problem.kind = .corruptBlob
+                if let path = problem.path { quarantineInto(&problem, path) }
+            }
+        case .quarantine:
+            if let path = problem.path, FileSystem.exists(path) { quarantineInto(&problem, path) }
+        case .removeStaging:
+            guard let path = problem.path else { return }
+            do {
+                try FileSystem.remove(path)
+                problem.repaired = true
+                problem.detail += "; removed"
+            } catch { problem.detail += "; could not be removed: \(VaultError.wrap(error))" }
+        }
+    }
 
     /// Moves a bad file into quarantine/ (never deleting it), recording where in the problem.
     func quarantineInto(_ problem: inout FsckProblem, _ path: String, repairedByMove: Bool = true) {
@@ -17,71 +146,40 @@ extension Vault {
         }
     }
 
-    /// A referenced blob that is corrupt or missing: set the bad file aside, then fetch the blob back
-    /// from the sync server when there is one.
-    func refetchInto(_ problem: inout FsckProblem, _ id: BlobID, _ options: FsckOptions, movingAside path: String) async throws {
-        if FileSystem.exists(path) {
-            quarantineInto(&problem, path, repairedByMove: false)
+    /// Fetches a blob back from the sync server (when one is set) and enters it through the ingest
+    /// path, `rows` writing in the same transaction as its blob row; true when it came back. Trust
+    /// nothing fetched: the store hashed it while staging, and it must be the blob asked for.
+    func refetch(_ id: BlobID, _ options: FsckOptions, rows: (CatalogWriter, StagedBlob) throws -> Void) async throws -> Bool {
+        guard let refetcher = options.refetcher,
+              let staged = try? await refetcher.fetch(id, into: blobs) else { return false }
+        guard staged.id == id else {
+            blobs.discard(staged)
+            return false
         }
-        if let stored = await refetch(id, options) {
-            try catalog.transaction { w in
-                try w.rerecordBlob(id, size: stored.size, storedSize: stored.storedSize, encoding: stored.encoding)
-            }
-            problem.repaired = true
-            problem.detail += "; fetched back from the sync server"
-        } else {
-            problem.detail += options.refetcher == nil
-                ? "; no sync server is set to fetch it back from" : "; the sync server could not give it back"
-        }
-    }
-
-    func refetch(_ id: BlobID, _ options: FsckOptions) async -> StoredBlob? {
-        guard let refetcher = options.refetcher else { return nil }
-        guard let stored = try? await refetcher.fetch(id, into: blobs), stored.id == id else { return nil }
-        // Trust nothing fetched: it must verify here, as installed.
-        guard (try? blobs.verify(id, encoding: stored.encoding)) != nil else { return nil }
-        return stored
+        try ingestOnce([.staged(staged)]) { w, _ in try rows(w, staged) }
+        return true
     }
 
     /// Records good blob files no row described and makes each an attachment of a new receipt in
     /// zone `recovered`. Returns the receipts' ids.
     func adoptIntoRecovered(_ files: [BlobID]) throws -> [String] {
         try ingestOnce(files.sorted().map { .adopted($0) }) { w, adopted in
-            try ensureRecoveredZone(w.db)
+            try w.ensureZone(Zone.recovered)
             return try adopted.map { try Self.insertRecoveredReceipt(w, $0.id, mediaType: $0.mediaType) }
         }
     }
 
-    func ensureRecoveredZone(_ db: Database) throws {
-        try Zone(name: Zone.recovered, createdAt: nowMillis()).insert(db, onConflict: .ignore)
-    }
-
     static func insertRecoveredReceipt(_ w: CatalogWriter, _ id: BlobID, mediaType: String) throws -> String {
-        let (db, now) = (w.db, w.now)
-        let receipt = Receipt(id: UUID().uuidString.lowercased(), zone: Zone.recovered,
-                              note: "recovered by `receipt fsck --repair`: blob \(id.hex) was in the vault without a catalog record",
-                              createdAt: now, modifiedAt: now)
-        try receipt.insert(db)
-        try Attachment(receiptID: receipt.id, sha256: id, filename: "recovered-\(id.hex.prefix(12))" + fileExtension(mediaType),
-                       mediaType: mediaType, position: 0).insert(db)
-        try w.recordChange(receipt.id, zone: Zone.recovered, .upsert)
-        return receipt.id
+        let receipt = UUID().uuidString.lowercased()
+        try w.insertRecoveredReceipt(id: receipt, zone: Zone.recovered,
+                                     note: "recovered by `receipt fsck --repair`: blob \(id.hex) was in the vault without a catalog record")
+        _ = try w.insertAttachment(receiptID: receipt, blob: id, filename: "recovered-\(id.hex.prefix(12))" + fileExtension(mediaType),
+                                   mediaType: mediaType, position: 0)
+        return receipt
     }
 
     static func fileExtension(_ mediaType: String) -> String {
-        switch mediaType {
-        case "application/pdf": return ".pdf"
-        case "image/jpeg": return ".jpg"
-        case "image/png": return ".png"
-        case "image/tiff": return ".tiff"
-        case "image/heic": return ".heic"
-        case "image/gif": return ".gif"
-        case "image/webp": return ".webp"
-        case "text/plain": return ".txt"
-        case "text/csv": return ".csv"
-        case "application/json": return ".json"
-        default: return ""
-        }
+        MediaType.fileExtension(for: mediaType).map { "." + $0 } ?? ""
     }
 
     struct EnoughBytes: Error {}

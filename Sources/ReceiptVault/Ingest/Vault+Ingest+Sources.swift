@@ -1,6 +1,7 @@
 import BlobStore
 import Foundation
 import GRDB
+import MediaTypes
 import ReceiptCatalog
 
 /// Preparing each kind of `IngestSource` (on the workers of `Vault.ingest`).
@@ -35,7 +36,7 @@ extension Vault {
         try FileDescriptor.with(input.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) { fd in
             let st = try fd.stat()
             if let checked = input.checked { return try prepare(fd, st, checked) }
-            guard st.isRegular else { throw IOError("reading", path: input.path, errno: EINVAL) }
+            guard st.isRegular else { throw PathError("reading", path: input.path, errno: EINVAL) }
             var head = [UInt8](repeating: 0, count: 4096)
             let headCount = try head.withUnsafeMutableBytes { try fd.readFully(into: $0) }
             let mediaType = head.withUnsafeBytes {

@@ -100,7 +100,7 @@ final class ManifestReader {
         let fd: FileDescriptor
         do {
             fd = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK)
-        } catch let error as IOError {
+        } catch let error as PathError {
             throw VaultError.bad("cannot read the manifest \(path): \(error.message)")
         }
         do {
@@ -110,7 +110,7 @@ final class ManifestReader {
                 throw VaultError.bad("cannot read the manifest \(path) near line \(line): it is not valid UTF-8 text")
             }
             try fd.seek(to: 0)
-        } catch let error as IOError {
+        } catch let error as PathError {
             fd.close()
             throw VaultError.bad("cannot read the manifest \(path): \(error.message)")
         }
@@ -301,7 +301,7 @@ final class ManifestPrefetch: @unchecked Sendable {
 final class DescriptorInputStream: InputStream {
     private let fd: FileDescriptor
     private var status: Stream.Status = .notOpen
-    private(set) var failure: IOError?
+    private(set) var failure: PathError?
 
     init(_ fd: FileDescriptor) {
         self.fd = fd
@@ -322,7 +322,7 @@ final class DescriptorInputStream: InputStream {
             let n = try fd.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: len))
             if n == 0 { status = .atEnd }
             return n
-        } catch let error as IOError {
+        } catch let error as PathError {
             failure = error
             status = .error
             return -1

@@ -1,7 +1,7 @@
 import BlobStore
-import CFileOps
 import Foundation
 import GRDB
+import MediaTypes
 import ReceiptCatalog
 #if canImport(Glibc)
 import Glibc
@@ -33,10 +33,6 @@ extension Vault {
                                        progress: ((ManifestProgress) -> Void)? = nil,
                                        each: (ImportedFile) throws -> Void) throws -> ManifestSummary {
         if let defaultZone { _ = try Validate.zoneName(defaultZone) }
-        // The import's short-lived threads (parsing, hashing, reading) would each take a malloc arena of
-        // their own, up to eight per core, and every arena keeps what was freed in it: one per core
-        // holds the peak RSS of a 100,000-row manifest ~8 MB lower (see "Memory" in docs/DESIGN.md).
-        cfileops_limit_malloc_arenas(Int32(max(2, Parallel.cores)))
         let manifestPath = absolute(manifestPath)
         // Shared from the first check: pass 1 decides which blobs the vault holds already, and a gc
         // between the passes could otherwise take one of them (an orphan) before its row commits.
@@ -355,16 +351,16 @@ extension Vault {
         var fd: FileDescriptor
         do {
             fd = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW)
-        } catch let error as IOError where error.errno == ELOOP {
+        } catch let error as PathError where error.errno == ELOOP {
             guard let target = Self.realPath(path) else { throw VaultError.bad("no such file: \(shown)") }
             guard target.hasPrefix(job.realFolder == "/" ? "/" : job.realFolder + "/") else {
                 throw VaultError.bad("path \(shown) leads outside the manifest's folder (through a symbolic link)")
             }
             path = target
             fd = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW)
-        } catch let error as IOError where error.isNotFound {
+        } catch let error as PathError where error.isNotFound {
             throw VaultError.bad("no such file: \(shown)")
-        } catch let error as IOError where error.errno == ENXIO {
+        } catch let error as PathError where error.errno == ENXIO {
             throw VaultError.bad("\(shown) is not a regular file (a FIFO, socket or device)")
         }
         defer { fd.close() }
@@ -422,7 +418,7 @@ extension Vault {
     static func message(_ error: Error) -> String {
         switch VaultError.wrap(error) {
         case let e as VaultError: return e.message
-        case let e as IOError: return e.message
+        case let e as PathError: return e.message
         case let e as BlobError: return e.description
         case let e: return String(describing: e)
         }

@@ -5,8 +5,9 @@ import Darwin
 #endif
 
 /// An operating-system error with the path and the operation it happened in, so a message can say
-/// "No space left on device while writing interim/…" rather than "error 28".
-public struct IOError: Error, CustomStringConvertible, Sendable, Equatable {
+/// "No space left on device while writing interim/…" rather than "error 28" (Go's `os.PathError`;
+/// named so it never meets NIO's `IOError` in a file that imports both).
+public struct PathError: Error, CustomStringConvertible, Sendable, Equatable {
     public let operation: String
     public let path: String
     public let errno: Int32
@@ -32,6 +33,6 @@ func sys<T: BinaryInteger>(_ operation: String, _ path: String, _ call: () -> T)
         if result != -1 { return result }
         let code = Glibc.errno
         if code == EINTR { continue }
-        throw IOError(operation, path: path, errno: code)
+        throw PathError(operation, path: path, errno: code)
     }
 }

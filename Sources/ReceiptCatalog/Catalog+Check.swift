@@ -1,0 +1,123 @@
+import BlobStore
+import Foundation
+import GRDB
+
+/// A blob row as fsck compares it with its file.
+public struct CheckedBlobRow: Sendable {
+    public let id: BlobID
+    public let size: Int64
+    public let storedSize: Int64
+    public let encoding: BlobEncoding
+    public let inline: Bool
+}
+
+/// What fsck's checker reads of the catalog, in one snapshot (docs/DESIGN.md, "fsck"). Nothing is
+/// held per row of the vault but the file-backed blobs: inline blobs are checked in a pass of their
+/// own (`forEachInlineBlob`), a blob's receipts are asked only for a blob with a problem
+/// (`receipts(of:)`), and each file is looked up as it is listed (a dictionary of every attachment
+/// and a set of every address took ~200 MB at a million receipts).
+public struct CatalogCheckSnapshot: Sendable {
+    /// Blobs kept in files.
+    public var rows: [CheckedBlobRow] = []
+    /// Files of the blob tree no row records.
+    public var unrecorded: [BlobFile] = []
+    /// Blob rows whose address or encoding is not valid, as stored.
+    public var badRows: [(sha256: String, encoding: String)] = []
+    /// Attachments whose blob row is absent: address → receipts.
+    public var dangling: [String: [String]] = [:]
+    /// Failing foreign keys, but attachment → blob (those are the `dangling` ones).
+    public var foreignKeys: [(table: String, rowid: Int64?, parent: String)] = []
+    /// Zones receipts name that the catalog lacks; receipts attachments name that it lacks.
+    public var missingZones: [String] = []
+    public var missingReceipts: [String] = []
+}
+
+/// fsck's verbs: reads for the checker (which changes nothing), and the few row writes of its repair
+/// that are not a blob entering (those go through the vault's ingest path).
+extension Catalog {
+    /// SQLite's `integrity_check`, without its "ok".
+    public func sqliteDamage() throws -> [String] {
+        try read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").filter { $0 != "ok" } }
+    }
+
+    /// The snapshot, `files` (listed before it was taken) sorted into recorded and not.
+    public func checkSnapshot(files: [BlobFile]) throws -> CatalogCheckSnapshot {
+        try read { db in
+            var s = CatalogCheckSnapshot()
+            let rows = try Row.fetchCursor(db, sql: "SELECT sha256, size, storedSize, encoding, inline IS NOT NULL FROM blobs")
+            while let row = try rows.next() {
+                let sha: String = row[0]
+                let encodingText: String = row[3]
+                guard let id = BlobID(hex: sha), let encoding = BlobEncoding(rawValue: encodingText) else {
+                    s.badRows.append((sha, encodingText))
+                    continue
+                }
+                let inline: Bool = row[4]
+                if !inline { s.rows.append(CheckedBlobRow(id: id, size: row[1], storedSize: row[2], encoding: encoding, inline: false)) }
+            }
+            let recorded = try db.makeStatement(sql: "SELECT 1 FROM blobs WHERE sha256 = ?")
+            for file in files {
+                guard let id = file.id, try Bool.fetchOne(recorded, arguments: [id.hex]) == nil else { continue }
+                s.unrecorded.append(file)
+            }
+            let dangling = try Row.fetchCursor(db, sql: """
+                SELECT a.sha256, a.receiptID FROM attachments a
+                WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = a.sha256) ORDER BY a.sha256, a.receiptID
+                """)
+            while let row = try dangling.next() { s.dangling[row[0], default: []].append(row[1]) }
+            for row in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") {
+                let table: String = row[0]
+                let parent: String = row[2]
+                if table == "attachments" && parent == "blobs" { continue }
+                s.foreignKeys.append((table, row[1], parent))
+            }
+            if !s.foreignKeys.isEmpty {
+                s.missingZones = try String.fetchAll(db, sql: "SELECT DISTINCT zone FROM receipts WHERE zone NOT IN (SELECT name FROM zones)")
+                s.missingReceipts = try String.fetchAll(db, sql: """
+                    SELECT DISTINCT receiptID FROM attachments WHERE receiptID NOT IN (SELECT id FROM receipts)
+                    """)
+            }
+            return s
+        }
+    }
+
+    /// The receipts that refer to a blob, in attachment order (asked only for a blob with a problem).
+    public func receipts(of sha256: String) -> [String] {
+        (try? read { db in
+            try String.fetchAll(db.cachedStatement(sql: "SELECT receiptID FROM attachments WHERE sha256 = ? ORDER BY position, receiptID"),
+                                arguments: [sha256])
+        }) ?? []
+    }
+
+    /// Each inline blob's address, recorded size and bytes, one at a time (one read transaction).
+    public func forEachInlineBlob(_ body: (_ sha256: String, _ size: Int64, _ bytes: [UInt8]) throws -> Void) throws {
+        try read { db in
+            let rows = try Row.fetchCursor(db, sql: "SELECT sha256, size, inline FROM blobs WHERE inline IS NOT NULL")
+            while let row = try rows.next() {
+                try body(row[0], row[1], (row[2] as Data?).map { [UInt8]($0) } ?? [])
+            }
+        }
+    }
+
+    /// Those of `ids` that have no blob row (now).
+    public func unrecorded(_ ids: [BlobID]) throws -> Set<BlobID> {
+        try read { db in
+            var out = Set<BlobID>()
+            for id in ids where try !BlobRecord.exists(db, key: id.hex) { out.insert(id) }
+            return out
+        }
+    }
+}
+
+extension CatalogWriter {
+    /// Creates the zone unless the catalog has it.
+    public func ensureZone(_ name: String) throws {
+        try Zone(name: name, createdAt: now).insert(db, onConflict: .ignore)
+    }
+
+    /// A receipt that carries only a note (one fsck recovered), unless present, with its outbox entry.
+    public func insertRecoveredReceipt(id: String, zone: String, note: String) throws {
+        try Receipt(id: id, zone: zone, note: note, createdAt: now, modifiedAt: now).insert(db, onConflict: .ignore)
+        try recordChange(id, zone: zone, .upsert)
+    }
+}
