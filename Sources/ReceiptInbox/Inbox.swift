@@ -59,7 +59,7 @@ public final class Inbox {
         }
         // One watcher per inbox. A file system without flock on folders (some network ones) goes
         // without: the inbox's own guarantees do not rest on it, only the exactly-once argument.
-        if flock(lock.raw, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK {
+        if (try? lock.tryLock()) == false {
             lock.close()
             throw VaultError(.badInput, "cannot watch \(given): another receipt watch is watching it")
         }

@@ -91,7 +91,7 @@ struct BlobTransfer {
                 }
                 // Held while the upload reads it, so fsck sees a staging file a running command owns.
                 let lock = try FileDescriptor.open(temp, O_RDONLY)
-                _ = flock(lock.raw, LOCK_EX | LOCK_NB)
+                _ = try? lock.tryLock()
                 decoded.append((temp, lock))
                 parts.append(BundlePart(id: id, size: size, source: .file(temp)))
             }

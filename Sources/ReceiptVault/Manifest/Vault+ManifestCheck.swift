@@ -388,9 +388,7 @@ extension Vault {
     // MARK: - Helpers
 
     static func realPath(_ path: String) -> String? {
-        guard let resolved = Glibc.realpath(path, nil) else { return nil }
-        defer { free(resolved) }
-        return String(cString: resolved)
+        try? FileSystem.realPath(path)
     }
 
     /// The last non-empty component, split on bytes like `confine`.
