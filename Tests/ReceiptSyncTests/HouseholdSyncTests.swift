@@ -3,7 +3,7 @@ import Foundation
 import GRDB
 import ReceiptCatalog
 import ReceiptSync
-import ReceiptVault
+@testable import ReceiptVault
 import ReceiptWire
 import TestSupport
 import XCTest
