@@ -148,14 +148,11 @@ extension BlobStore {
 
     /// True when another process holds an flock on the file.
     static func isLocked(_ path: String) -> Bool {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 { return false }
-        defer { Glibc.close(fd) }
-        if flock(fd, LOCK_EX | LOCK_NB) == 0 {
-            flock(fd, LOCK_UN)
-            return false
-        }
-        return errno == EWOULDBLOCK
+        guard let fd = try? FileDescriptor.open(path, O_RDONLY | O_CLOEXEC) else { return false }
+        defer { fd.close() }
+        guard let taken = try? fd.tryLock() else { return false }
+        if taken { fd.unlock() }
+        return !taken
     }
 
     /// Removes installed blobs, then fsyncs each touched folder once. Absent blobs are not an error.

@@ -53,9 +53,44 @@ public struct FileDescriptor: Sendable {
         try bytes.withUnsafeBytes { try write($0) }
     }
 
-    /// Takes an exclusive flock, waiting for it.
-    public func lock() throws {
-        try sys("locking", path) { flock(raw, LOCK_EX) }
+    /// Takes an flock (`LOCK_EX` or `LOCK_SH`), waiting for it.
+    public func lock(_ operation: Int32 = LOCK_EX) throws {
+        try sys("locking", path) { flock(raw, operation) }
+    }
+
+    /// Takes an flock if no other holder has one: true when taken, false when another holds it.
+    /// (A file system without flock says ENOLCK or EOPNOTSUPP: thrown, for the caller to judge.)
+    public func tryLock(_ operation: Int32 = LOCK_EX) throws -> Bool {
+        do {
+            try sys("locking", path) { flock(raw, operation | LOCK_NB) }
+            return true
+        } catch let error as PathError where error.errno == EWOULDBLOCK {
+            return false
+        }
+    }
+
+    public func unlock() {
+        _ = flock(raw, LOCK_UN)
+    }
+
+    /// pread(2): fills `buffer` from `offset` as far as the file allows; returns the count read
+    /// (short only at end of file).
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+        var done = 0
+        while done < buffer.count {
+            let n = try sys("reading", path) { pread(raw, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done)) }
+            if n == 0 { break }
+            done += n
+        }
+        return done
+    }
+
+    /// pwrite(2): writes all of `bytes` at `offset`.
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+        var done = 0
+        while done < bytes.count {
+            done += try sys("writing", path) { pwrite(raw, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done)) }
+        }
     }
 
     public func sync() throws {
@@ -136,6 +171,18 @@ public enum FileSystem {
 
     public static func rename(_ from: String, _ to: String) throws {
         try sys("renaming", from) { Glibc.rename(from, to) }
+    }
+
+    /// link(2): a second name for a file; fails with EEXIST rather than replace what is there.
+    public static func link(_ from: String, _ to: String) throws {
+        try sys("linking \(from) as", to) { Glibc.link(from, to) }
+    }
+
+    /// realpath(3): the absolute path with every symbolic link, `.` and `..` resolved.
+    public static func realPath(_ path: String) throws -> String {
+        guard let resolved = Glibc.realpath(path, nil) else { throw PathError("resolving", path: path, errno: errno) }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 
     /// Sets a file's modification time to now.

@@ -100,10 +100,8 @@ extension Catalog {
             guard pageSize >= 512, pageSize <= n else { return false }
             page.removeLast(page.count - pageSize)
             for i in 28..<32 { page[i] = 0 }  // in-header page count: unknown
-            let target = try FileDescriptor.open(path, O_WRONLY)
-            defer { target.close() }
-            let written = page.withUnsafeBytes { pwrite(target.raw, $0.baseAddress, pageSize, 0) }
-            return written == pageSize
+            try FileDescriptor.with(path, O_WRONLY) { target in try page.withUnsafeBytes { try target.write($0, at: 0) } }
+            return true
         } catch {
             return false
         }

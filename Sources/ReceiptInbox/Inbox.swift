@@ -59,7 +59,7 @@ public final class Inbox {
         }
         // One watcher per inbox. A file system without flock on folders (some network ones) goes
         // without: the inbox's own guarantees do not rest on it, only the exactly-once argument.
-        if flock(lock.raw, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK {
+        if (try? lock.tryLock()) == false {
             lock.close()
             throw VaultError(.badInput, "cannot watch \(given): another receipt watch is watching it")
         }
@@ -117,7 +117,7 @@ public final class Inbox {
         } catch let error as PathError {
             return fail(entry, error.description)
         }
-        if let receipt = try vault.catalog.receipt(holdingContent: sha256, inZone: zone) {
+        if let receipt = try vault.receipt(holdingContent: sha256, inZone: zone) {
             return move(entry, .duplicate(sha256: sha256, receipt: receipt))
         }
         let report: ImportReport

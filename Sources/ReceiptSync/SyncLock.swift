@@ -9,27 +9,27 @@ import Glibc
 public final class SyncLock: @unchecked Sendable {
     public static let fileName = "sync.lock"
     public static let wipeMarker = "wipe.requested"
-    private let fd: Int32
+    private let fd: FileDescriptor
 
-    private init(fd: Int32) { self.fd = fd }
+    private init(fd: FileDescriptor) { self.fd = fd }
 
     /// Waits (without blocking a thread) until the lock is granted.
     public static func acquire(vaultPath: String) async throws -> SyncLock {
         let path = FileSystem.join(vaultPath, fileName)
-        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        if fd < 0 { throw SyncError("cannot open the sync lock \(path): \(String(cString: strerror(errno)))") }
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            let code = errno
-            guard code == EWOULDBLOCK || code == EINTR else {
-                Glibc.close(fd)
-                throw SyncError("cannot lock \(path): \(String(cString: strerror(code)))")
-            }
-            do {
-                try await Task.sleep(nanoseconds: 50_000_000)
-            } catch {
-                Glibc.close(fd)
-                throw error
-            }
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o600)
+        } catch let error as PathError {
+            throw SyncError("cannot open the sync lock \(path): \(error.message)")
+        }
+        do {
+            while try !fd.tryLock() { try await Task.sleep(nanoseconds: 50_000_000) }
+        } catch let error as PathError {
+            fd.close()
+            throw SyncError("cannot lock \(path): \(error.message)")
+        } catch {
+            fd.close()
+            throw error
         }
         return SyncLock(fd: fd)
     }
@@ -38,5 +38,5 @@ public final class SyncLock: @unchecked Sendable {
         FileSystem.exists(FileSystem.join(vaultPath, wipeMarker))
     }
 
-    deinit { Glibc.close(fd) }
+    deinit { fd.close() }
 }

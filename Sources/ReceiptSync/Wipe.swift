@@ -31,9 +31,8 @@ public enum Wipe {
             throw SyncError("refusing to wipe \(given): give the vault's own folder")
         }
         // A vault reached through a symbolic link is wiped where it really is.
-        if let st = try FileSystem.status(vaultPath), st.isSymlink, let real = realpath(vaultPath, nil) {
-            vaultPath = String(cString: real)
-            free(real)
+        if let st = try FileSystem.status(vaultPath), st.isSymlink, let real = try? FileSystem.realPath(vaultPath) {
+            vaultPath = real
         }
         let catalogPath = FileSystem.join(vaultPath, Catalog.fileName)
         let parent = FileSystem.parentPath(vaultPath)

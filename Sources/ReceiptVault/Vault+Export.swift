@@ -235,19 +235,7 @@ extension Vault {
                 try addZipEntry(archive, item.name, size: item.size, mediaType: Self.compressible(item.name),
                                 destination: destination) { position, size in
                     var data = Data(count: size)
-                    let n = try data.withUnsafeMutableBytes { buffer -> Int in
-                        var done = 0
-                        while done < size {
-                            let r = pread(fd.raw, buffer.baseAddress! + done, size - done, off_t(position) + off_t(done))
-                            if r < 0 {
-                                if errno == EINTR { continue }
-                                throw PathError("reading", path: copy, errno: errno)
-                            }
-                            if r == 0 { break }
-                            done += r
-                        }
-                        return done
-                    }
+                    let n = try data.withUnsafeMutableBytes { try fd.read(into: $0, at: position) }
                     if n < size { data.removeLast(size - n) }
                     return data
                 }
@@ -265,10 +253,12 @@ extension Vault {
         }
         try FileDescriptor.with(partial, O_RDONLY) { try $0.sync() }
         // link() fails if the name was taken meanwhile: an existing file is never replaced.
-        if Glibc.link(partial, destination) != 0 {
-            let code = errno
-            if code == EEXIST { throw VaultError.bad("cannot export to \(destination): the file already exists (nothing was written)") }
-            throw PathError("creating", path: destination, errno: code)
+        do {
+            try FileSystem.link(partial, destination)
+        } catch let error as PathError where error.errno == EEXIST {
+            throw VaultError.bad("cannot export to \(destination): the file already exists (nothing was written)")
+        } catch let error as PathError {
+            throw PathError("creating", path: destination, errno: error.errno)
         }
         try FileSystem.remove(partial)
         try FileSystem.syncDirectory(folder)

@@ -13,7 +13,7 @@ public final class VaultLock: @unchecked Sendable {
     public enum Mode: Sendable { case shared, exclusive }
 
     public static let fileName = "lock"
-    private let fd: Int32
+    private let fd: FileDescriptor
 
     /// Told the vault's path when a lock is held by another command and this one starts to wait for
     /// it, so that a user sees why the command does not go on (the CLI prints it).
@@ -22,22 +22,24 @@ public final class VaultLock: @unchecked Sendable {
     /// Blocks until the lock is granted.
     public init(vaultPath: String, mode: Mode) throws {
         let path = FileSystem.join(vaultPath, VaultLock.fileName)
-        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        if fd < 0 { throw PathError("opening the vault lock", path: path, errno: errno) }
-        let operation = mode == .shared ? LOCK_SH : LOCK_EX
-        if flock(fd, operation | LOCK_NB) == 0 {
-            self.fd = fd
-            return
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o600)
+        } catch let error as PathError {
+            throw PathError("opening the vault lock", path: path, errno: error.errno)
         }
-        if errno == EWOULDBLOCK, let notice = Self.waiting.withLock({ $0 }) { notice(vaultPath) }
-        while flock(fd, operation) != 0 {
-            if errno == EINTR { continue }
-            let code = errno
-            Glibc.close(fd)
-            throw PathError("locking", path: path, errno: code)
+        let operation = mode == .shared ? LOCK_SH : LOCK_EX
+        do {
+            if try !fd.tryLock(operation) {
+                if let notice = Self.waiting.withLock({ $0 }) { notice(vaultPath) }
+                try fd.lock(operation)
+            }
+        } catch {
+            fd.close()
+            throw error
         }
         self.fd = fd
     }
 
-    deinit { Glibc.close(fd) }
+    deinit { fd.close() }
 }

@@ -84,7 +84,10 @@ extension Vault {
             sink.emit(FsckProblem(.catalog, path: catalogPath,
                                   detail: problem + ": run `receipt fsck --repair` to rebuild it from the blobs",
                                   fix: .rebuildCatalog(problem)))
-            try await checkFilesWithoutCatalog(store, options: options, sink: sink)
+            // Before a repair the files are left to the rebuild, which verifies every one itself (and
+            // the new catalog is checked again after it): checking them here too would read every
+            // byte of the vault once more for nothing.
+            if !options.repair { try await checkFilesWithoutCatalog(store, options: options, sink: sink) }
         }
         if let vault {
             defer { try? vault.close() }

@@ -156,7 +156,9 @@ extension Vault {
         try FileSystem.makeDirectories(aside, mode: 0o700)
         var setAside = false
         if FileSystem.exists(catalogPath) {
-            if link(catalogPath, FileSystem.join(aside, Catalog.fileName)) != 0 {
+            do {
+                try FileSystem.link(catalogPath, FileSystem.join(aside, Catalog.fileName))
+            } catch is PathError {
                 try FileSystem.rename(catalogPath, FileSystem.join(aside, Catalog.fileName))
             }
             setAside = true
