@@ -75,3 +75,30 @@ extension Catalog {
         return Dictionary(rows.map { ($0["sha256"], $0["text"]) }, uniquingKeysWith: { a, _ in a })
     }
 }
+
+/// A stored text or the extractor's failure, as a sync offers it.
+public struct StoredText: Sendable, Equatable {
+    /// nil: the extractor failed (`error` says why).
+    public var text: String?
+    public var error: String?
+}
+
+extension Catalog {
+    /// Up to `limit` texts of `version` stored after (`extractedAt`, address) = (`mark`, `after`), in
+    /// that order: the ones a sync has not offered yet.
+    public static func textsStored(_ db: Database, version: String, after mark: Millis, _ after: String,
+                                   limit: Int) throws -> [(sha256: String, extractedAt: Millis)] {
+        try Row.fetchAll(db, sql: """
+            SELECT sha256, extractedAt FROM blobText
+            WHERE extractor = ? AND (extractedAt > ? OR (extractedAt = ? AND sha256 > ?))
+            ORDER BY extractedAt, sha256 LIMIT ?
+            """, arguments: [version, mark, mark, after, limit]).map { ($0["sha256"], $0["extractedAt"]) }
+    }
+
+    /// The stored text (or failure) of a blob for `version`.
+    public static func storedText(_ db: Database, _ sha256: String, version: String) throws -> StoredText? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT state, text, error FROM blobText WHERE sha256 = ? AND extractor = ?",
+                                         arguments: [sha256, version]) else { return nil }
+        return row["state"] == "failed" ? StoredText(text: nil, error: row["error"]) : StoredText(text: row["text"], error: nil)
+    }
+}

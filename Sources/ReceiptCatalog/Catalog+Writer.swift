@@ -69,11 +69,3 @@ extension CatalogWriter {
         }
     }
 }
-
-extension Catalog {
-    /// The first column of the first row of a query taking one text argument, as text, through
-    /// SQLite's C API (a lookup a large manifest makes once a row).
-    public static func text(_ db: Database, _ sql: String, _ argument: String) throws -> String? {
-        try RowStatements.text(db, sql, argument)
-    }
-}

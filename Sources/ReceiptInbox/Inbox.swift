@@ -117,7 +117,7 @@ public final class Inbox {
         } catch let error as PathError {
             return fail(entry, error.description)
         }
-        if let receipt = try vault.catalog.receipt(holdingContent: sha256, inZone: zone) {
+        if let receipt = try vault.receipt(holdingContent: sha256, inZone: zone) {
             return move(entry, .duplicate(sha256: sha256, receipt: receipt))
         }
         let report: ImportReport

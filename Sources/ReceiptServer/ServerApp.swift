@@ -157,14 +157,14 @@ public enum SyncServer {
         let catalog = try await database.open(dataPath: dataPath)
         // One server per embedded catalog: the lock is held until the process ends. Processes over
         // one PostgreSQL database share the data folder (the database serializes what must be).
-        let lockPath = FileSystem.join(dataPath, "server.lock")
-        let lock = database.isShared ? -1 : Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard database.isShared || (lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) == 0) else {
-            if lock >= 0 { Glibc.close(lock) }
-            try? await catalog.close()
-            throw ServerError(409, "another receipt server is already running on the data folder \(dataPath)")
+        let taken = Result {
+            database.isShared ? nil : try ServerCatalog.exclusiveLock(
+                FileSystem.join(dataPath, "server.lock"),
+                held: "another receipt server is already running on the data folder \(dataPath)")
         }
-        defer { if lock >= 0 { Glibc.close(lock) } }
+        if case .failure = taken { try? await catalog.close() }
+        let lock = try taken.get()
+        defer { lock?.close() }
         // Each blob of a bundle being received holds a staging file open until the bundle is installed
         // (up to WireBundle.maxBlobs per request): a soft limit of 1,024 descriptors would not go far.
         var files = rlimit()

@@ -20,7 +20,10 @@ public struct ServerGCReport: Encodable, Sendable {
 
 /// The server's garbage collection, safe while the server runs (docs/DESIGN.md, "Server gc").
 ///
-/// A blob is garbage when no record references it and no upload touched it within the grace. Plan,
+/// A blob is garbage when no record references it and no upload touched it within the grace: its
+/// `touchedAt` is at or before `now − grace` (so `--grace 0` takes everything touched up to this
+/// millisecond, and a test need not wait for the clock to tick; uploads in flight are reserved in
+/// the future, so they are spared whatever the grace). Plan,
 /// then execute: the plan is read without blocking anything; then, batch by batch, one write
 /// transaction checks each planned blob again, deletes its row (and the possessions of it), and
 /// unlinks its file before committing. An upload records its blobs (setting `touchedAt`) in a
@@ -34,17 +37,26 @@ extension ServerCatalog {
 
     /// One gc at a time on a data folder (a second would only repeat the work): the lock's
     /// descriptor, to close when done.
-    static func gcLock(_ dataPath: String) throws -> Int32 {
-        let lockPath = FileSystem.join(dataPath, "gc.lock")
-        let lock = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lock >= 0, flock(lock, LOCK_EX | LOCK_NB) == 0 else {
-            if lock >= 0 { Glibc.close(lock) }
-            throw ServerError(409, "another `receipt server gc` is running on \(dataPath)")
-        }
-        return lock
+    static func gcLock(_ dataPath: String) throws -> FileDescriptor {
+        try exclusiveLock(FileSystem.join(dataPath, "gc.lock"),
+                          held: "another `receipt server gc` is running on \(dataPath)")
     }
 
-    /// Totals the report, and removes staging files no running upload owns, older than the grace
+    /// Opens `path` and takes its flock without waiting: the descriptor, to close when done, or a
+    /// 409 saying `held` when another process has it. An error opening or locking (a file system
+    /// without flock) is thrown as it is, naming the file, rather than blamed on another holder.
+    static func exclusiveLock(_ path: String, held: String) throws -> FileDescriptor {
+        let fd = try FileDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o600)
+        do {
+            guard try fd.tryLock() else { throw ServerError(409, held) }
+            return fd
+        } catch {
+            fd.close()
+            throw error
+        }
+    }
+
+    /// Totals the report, and removes staging files no running upload owns, past the grace
     /// (a server killed mid-upload).
     static func finish(_ report: inout ServerGCReport, blobs: BlobStore, cutoff: Int64, dryRun: Bool) {
         report.removedBlobs = report.blobs.count
@@ -54,7 +66,7 @@ extension ServerCatalog {
             let folder = FileSystem.join(FileSystem.join(blobs.root, "thumbs"), String(blob.sha256.prefix(2)))
             for suffix in [".png", ".failed"] { try? FileSystem.remove(FileSystem.join(folder, blob.sha256 + suffix)) }
         }
-        for file in (try? blobs.interimFiles()) ?? [] where !file.owned && file.mtimeNanoseconds / 1_000_000 < cutoff {
+        for file in (try? blobs.interimFiles()) ?? [] where !file.owned && file.mtimeNanoseconds / 1_000_000 <= cutoff {
             if !dryRun { try? FileSystem.remove(file.path) }
             report.removedInterim += 1
         }
@@ -62,14 +74,14 @@ extension ServerCatalog {
 
     public func collectGarbage(graceSeconds: Int64, dryRun: Bool) throws -> ServerGCReport {
         let lock = try Self.gcLock(dataPath)
-        defer { Glibc.close(lock) }
+        defer { lock.close() }
 
         let cutoff = Self.now() - graceSeconds * 1000
         var report = ServerGCReport(dryRun: dryRun)
         let planned = try pool.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT sha256, size FROM blobs b
-                WHERE touchedAt < ? AND NOT EXISTS (SELECT 1 FROM recordBlobs rb WHERE rb.sha256 = b.sha256)
+                WHERE touchedAt <= ? AND NOT EXISTS (SELECT 1 FROM recordBlobs rb WHERE rb.sha256 = b.sha256)
                 ORDER BY sha256
                 """, arguments: [cutoff]).map { ($0["sha256"] as String, $0["size"] as Int64) }
         }
@@ -84,7 +96,7 @@ extension ServerCatalog {
                     var removed: [ServerGCReport.Blob] = []
                     for (hex, size) in batch {
                         let still = try Bool.fetchOne(db, sql: """
-                            SELECT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = ?1 AND b.touchedAt < ?2
+                            SELECT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = ?1 AND b.touchedAt <= ?2
                                 AND NOT EXISTS (SELECT 1 FROM recordBlobs rb WHERE rb.sha256 = b.sha256))
                             """, arguments: [hex, cutoff]) ?? false
                         guard still, let id = BlobID(hex: hex) else { continue }

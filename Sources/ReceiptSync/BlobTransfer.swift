@@ -13,18 +13,14 @@ struct BlobTransfer {
 
     /// A blob file a killed sync installed but did not get to reference: adopted once it verifies.
     func adopted(_ id: BlobID) -> FetchedBlob? {
-        guard (try? vault.blobs.storedSize(of: id)) != nil, let encoding = try? vault.blobs.detectEncoding(id),
-              let size = try? vault.blobs.verify(id, encoding: encoding), size >= vault.settings.inlineThreshold else {
-            return nil
-        }
-        return FetchedBlob(source: .adopted(id))
+        vault.isAdoptableBlobFile(id) ? FetchedBlob(source: .adopted(id)) : nil
     }
 
     /// Downloads blobs for the vault as one bundle: inline bytes (in the returned rows) below the
     /// vault's inline threshold, else staged files, encoded as the vault stores blobs, for the caller
     /// to install (durably) before the rows are inserted. In the order of `ids`.
     func fetch(_ ids: [BlobID]) async throws -> [FetchedBlob] {
-        let downloaded = try await client.download(ids, into: vault.blobs, inMemoryBelow: vault.settings.inlineThreshold)
+        let downloaded = try await client.download(ids, into: vault, inMemoryBelow: vault.settings.inlineThreshold)
         var fetched: [FetchedBlob] = []
         do {
             for blob in downloaded {
@@ -32,14 +28,14 @@ struct BlobTransfer {
                 case .bytes(let bytes):
                     fetched.append(FetchedBlob(source: .bytes(bytes)))
                 case .staged(let file):
-                    let encoded = try vault.blobs.encoded(file, compression: vault.settings.compression)
+                    let encoded = try vault.encodedForStorage(file)
                     fetched.append(FetchedBlob(source: .staged(encoded)))
                 }
             }
         } catch {
             // Nothing staged outlives a failed fetch: neither what was encoded nor what was not reached.
-            for case let staged? in fetched.map(\.staged) { vault.blobs.discard(staged) }
-            for case .staged(let file) in downloaded.dropFirst(fetched.count) { vault.blobs.discard(file) }
+            for case let staged? in fetched.map(\.staged) { vault.discard(staged) }
+            for case .staged(let file) in downloaded.dropFirst(fetched.count) { vault.discard(file) }
             throw error
         }
         return fetched
@@ -49,11 +45,8 @@ struct BlobTransfer {
     /// against their addresses; xz blobs are decoded to staging files first. A blob whose bytes this
     /// vault cannot provide (file missing, cut short, corrupt) is left out, and named in the answer.
     func upload(_ hexes: [String]) async throws -> [String] {
-        let rows = try vault.catalog.read { db in
-            try hexes.map { hex in
-                (hex, try Row.fetchOne(db, sql: "SELECT size, encoding, inline IS NOT NULL AS isInline FROM blobs WHERE sha256 = ?",
-                                       arguments: [hex]))
-            }
+        let rows = try vault.catalogRead { db in
+            try hexes.map { hex in (hex, try BlobID(hex: hex).flatMap { try Catalog.blobSummary(db, $0) }) }
         }
         var decoded: [(path: String, lock: FileDescriptor)] = []
         defer {
@@ -69,27 +62,27 @@ struct BlobTransfer {
                 problems.append("blob \(hex) is referenced but not in this vault: run `receipt fsck`")
                 continue
             }
-            let size: Int64 = row["size"]
-            if row["isInline"] {
-                let catalog = vault.catalog
+            let size = row.size
+            if row.isInline {
+                let vault = vault
                 parts.append(BundlePart(id: id, size: size, source: .load {
-                    guard let bytes = try catalog.read({ try BlobRecord.fetchOne($0, key: id.hex) })?.inline else {
+                    guard let bytes = try vault.catalogRead({ try Catalog.blob($0, id) })?.inline else {
                         throw SyncError("blob \(id) left this vault during the upload")
                     }
                     return bytes
                 }))
-            } else if row["encoding"] == BlobEncoding.identity.rawValue {
-                let path = vault.blobs.path(for: id)
+            } else if row.encoding == .identity {
+                let path = vault.blobFilePath(id)
                 guard let status = try? FileSystem.status(path), status.isRegular, status.size == size else {
                     problems.append("blob \(id) is missing from this vault or not its recorded size: run `receipt fsck`")
                     continue
                 }
                 parts.append(BundlePart(id: id, size: size, source: .file(path)))
             } else {
-                try FileSystem.makeDirectories(vault.blobs.interimPath, mode: 0o700)
-                let temp = vault.blobs.interimPath + "/upload-" + SecureRandom.hex(12) + ".interim"
+                try FileSystem.makeDirectories(vault.interimPath, mode: 0o700)
+                let temp = vault.interimPath + "/upload-" + SecureRandom.hex(12) + ".interim"
                 do {
-                    try vault.copyBlob(BlobRecord(sha256: id, size: size, storedSize: size, encoding: .xz,
+                    try vault.copyBlob(BlobRecord(sha256: id, size: size, storedSize: size, encoding: row.encoding,
                                                   inline: nil, createdAt: 0), to: temp)
                 } catch let error as BlobError {
                     try? FileSystem.remove(temp)
@@ -123,14 +116,14 @@ public struct RemoteBlobFetcher: Sendable {
     /// Downloads blob `id` and stages it (verified against `id`) with the vault's compression, for
     /// the caller to enter through the vault's ingest path (fsck's repair).
     public func restore(_ id: BlobID) async throws -> StagedBlob {
-        let downloaded = try await client.download([id], into: vault.blobs)
+        let downloaded = try await client.download([id], into: vault)
         let staged: StagedBlob
         switch downloaded.first {
         case .staged(let file)?: staged = file
-        case .bytes(let bytes)?: staged = try vault.blobs.stage(bytes: bytes, compression: .none)
+        case .bytes(let bytes)?: staged = try vault.stage(bytes: bytes)
         case nil: throw SyncError("the server sent no bytes for blob \(id)")
         }
-        return try vault.blobs.encoded(staged, compression: vault.settings.compression)
+        return try vault.encodedForStorage(staged)
     }
 }
 
@@ -149,7 +142,7 @@ extension BlobTransfer {
     /// and blob staging files no running process holds (their writer died). Runs under the sync
     /// lock, so no other sync owns any of them.
     func removeStaleStaging() {
-        guard let files = try? vault.blobs.interimFiles() else { return }
+        guard let files = try? vault.interimFiles() else { return }
         for file in files where !file.owned {
             let name = file.path.split(separator: "/").last.map(String.init) ?? ""
             let staging = name.hasSuffix(".interim") && name.utf8.count == 32 + 8

@@ -23,13 +23,10 @@ enum LocalStore {
 
     /// A receipt's current content with its zone, or nil when it does not exist locally.
     static func content(_ db: Database, _ id: String) throws -> (zone: String, receipt: WireReceipt)? {
-        guard let r = try Receipt.fetchOne(db, key: id) else { return nil }
-        let rows = try Row.fetchAll(db, sql: """
-            SELECT a.sha256, a.filename, a.mediaType, b.size FROM attachments a JOIN blobs b ON b.sha256 = a.sha256
-            WHERE a.receiptID = ? ORDER BY a.position
-            """, arguments: [id])
-        let attachments = rows.map { WireAttachment(sha256: $0["sha256"], size: $0["size"], filename: $0["filename"],
-                                                    mediaType: $0["mediaType"]) }
+        guard let r = try Catalog.receipt(db, id) else { return nil }
+        let attachments = (try Catalog.files(db, of: [id])[id] ?? []).map {
+            WireAttachment(sha256: $0.sha256.hex, size: $0.size, filename: $0.filename, mediaType: $0.mediaType)
+        }
         return (r.zone, WireReceipt(merchant: r.merchant, date: r.date, total: r.total, currency: r.currency,
                                     category: r.category, note: r.note, tags: r.tags, attachments: attachments,
                                     createdAt: r.createdAt, modifiedAt: r.modifiedAt,
@@ -41,8 +38,9 @@ enum LocalStore {
     /// Makes the local receipt `id` in `zone` hold `content` (nil: deletes it). Every blob it
     /// references must already be in the catalog.
     static func apply(_ db: Database, id: String, zone: String, content: WireReceipt?) throws {
+        let w = CatalogWriter(db)
         guard let content else {
-            try db.execute(sql: "DELETE FROM receipts WHERE id = ?", arguments: [id])
+            try w.deleteReceipt(id)
             return
         }
         let receipt = Receipt(id: id, zone: zone, merchant: content.merchant, date: content.date, total: content.total,
@@ -50,13 +48,12 @@ enum LocalStore {
                               tags: content.tags, createdAt: content.createdAt, modifiedAt: content.modifiedAt,
                               status: content.status ?? ClaimStatus.none.rawValue, claim: content.claim,
                               reimbursedOn: content.reimbursedOn)
-        try receipt.save(db)
-        try db.execute(sql: "DELETE FROM attachments WHERE receiptID = ?", arguments: [id])
-        for (position, a) in content.attachments.enumerated() {
+        let files = try content.attachments.map { a in
             guard let blob = BlobID(hex: a.sha256) else { throw SyncError("receipt \(id) names an invalid blob address '\(a.sha256)'") }
-            try Attachment(receiptID: id, sha256: blob, filename: a.filename, mediaType: a.mediaType,
-                           position: position).insert(db)
+            return (sha256: blob, filename: a.filename, mediaType: a.mediaType)
         }
+        try w.saveReceipt(receipt)
+        try w.replaceAttachments(of: id, with: files)
     }
 
     struct SyncState {
@@ -66,14 +63,12 @@ enum LocalStore {
     }
 
     static func state(_ db: Database, _ id: String) throws -> SyncState? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT zone, changeTag, base FROM syncState WHERE receiptID = ?",
-                                         arguments: [id]) else { return nil }
-        return SyncState(zone: row["zone"], changeTag: row["changeTag"], base: decode(row["base"]))
+        guard let row = try Catalog.syncState(db, id) else { return nil }
+        return SyncState(zone: row.zone, changeTag: row.changeTag, base: decode(row.base))
     }
 
     static func setState(_ db: Database, _ id: String, zone: String, tag: String, base: WireReceipt?) throws {
-        try db.execute(sql: "INSERT OR REPLACE INTO syncState(receiptID, zone, changeTag, base) VALUES (?, ?, ?, ?)",
-                       arguments: [id, zone, tag, try encode(base)])
+        try CatalogWriter(db).setSyncState(id, SyncStateRow(zone: zone, changeTag: tag, base: try encode(base)))
     }
 
     static func hasPending(_ db: Database, _ id: String) throws -> Bool {
@@ -85,14 +80,9 @@ enum LocalStore {
         try CatalogWriter(db).recordChangeUnlessPending(id, zone: zone, deleted ? .delete : .upsert)
     }
 
-    /// Addresses among `hexes` the catalog does not hold.
-    static func missingBlobs(_ db: Database, _ hexes: Set<String>) throws -> [String] {
-        var missing: [String] = []
-        for hex in hexes.sorted() where try !(Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM blobs WHERE sha256 = ?)",
-                                                            arguments: [hex]) ?? false) {
-            missing.append(hex)
-        }
-        return missing
+    /// Addresses among `ids` the catalog does not hold, in order.
+    static func missingBlobs(_ db: Database, _ ids: Set<BlobID>) throws -> [BlobID] {
+        try ids.sorted().filter { try !Catalog.hasBlob(db, $0) }
     }
 
     static func same(_ a: WireReceipt?, _ b: WireReceipt?) -> Bool {

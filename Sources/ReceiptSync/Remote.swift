@@ -61,11 +61,7 @@ public struct RemoteConfig: Sendable, Equatable {
 
     /// The vault's remote, or nil when none was set.
     public static func load(_ vault: Vault) throws -> RemoteConfig? {
-        let settings = try vault.catalog.read { db in
-            try Dictionary(Row.fetchAll(db, sql: "SELECT key, value FROM settings WHERE key LIKE 'remote.%'").map {
-                (String($0["key"]), String($0["value"]))
-            }, uniquingKeysWith: { a, _ in a })
-        }
+        let settings = try vault.catalogRead { db in try Catalog.settings(db, prefixed: "remote.") }
         guard let url = settings[urlKey], let account = settings[accountKey] else { return nil }
         let trust: RemoteTrust
         switch (settings[trustKey], settings[trustPEMKey]) {
@@ -130,27 +126,25 @@ public struct RemoteConfig: Sendable, Equatable {
         }
         var normalized = url
         while normalized.hasSuffix("/") { normalized.removeLast() }
-        try vault.catalog.write { db in
-            let oldURL = try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [urlKey])
-            let oldAccount = try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [accountKey])
-            for (key, value) in [(urlKey, normalized), (accountKey, account)] {
-                try db.execute(sql: "INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)", arguments: [key, value])
-            }
-            try db.execute(sql: "DELETE FROM settings WHERE key IN (?, ?, ?)", arguments: [trustKey, trustPEMKey, insecureKey])
+        try vault.catalogTransaction { w in
+            let oldURL = try Catalog.setting(w.db, urlKey)
+            let oldAccount = try Catalog.setting(w.db, accountKey)
+            try w.setSetting(urlKey, normalized)
+            try w.setSetting(accountKey, account)
+            try w.removeSettings([trustKey, trustPEMKey, insecureKey])
             switch trust {
             case .system: break
             case .ca(let pem):
-                try db.execute(sql: "INSERT INTO settings(key, value) VALUES (?, 'ca'), (?, ?)", arguments: [trustKey, trustPEMKey, pem])
+                try w.setSetting(trustKey, "ca")
+                try w.setSetting(trustPEMKey, pem)
             case .pinned(let sha256, let pem):
-                try db.execute(sql: "INSERT INTO settings(key, value) VALUES (?, ?), (?, ?)",
-                               arguments: [trustKey, "pin:" + sha256, trustPEMKey, pem])
+                try w.setSetting(trustKey, "pin:" + sha256)
+                try w.setSetting(trustPEMKey, pem)
             }
-            if insecureHTTP { try db.execute(sql: "INSERT INTO settings(key, value) VALUES (?, '1')", arguments: [insecureKey]) }
+            if insecureHTTP { try w.setSetting(insecureKey, "1") }
             if (oldURL != nil || oldAccount != nil) && (oldURL != normalized || oldAccount != account) {
-                try db.execute(sql: "DELETE FROM syncState")
-                try db.execute(sql: "DELETE FROM settings WHERE key = ?", arguments: [SyncEngine.textOfferedKey])
-                try db.execute(sql: "UPDATE zones SET changeToken = NULL")
-                try CatalogWriter(db).requeueOwnZones()
+                try w.resetSync()
+                try w.removeSettings([SyncEngine.textOfferedKey])
             }
         }
     }

@@ -226,7 +226,7 @@ public struct SyncClient: Sendable {
     /// on the way: into memory when it has fewer than `inMemoryBelow` bytes, else into a new staging
     /// file of `store` (not durable until installed). Nothing unverified is ever kept: unless every
     /// blob arrives whole and hashes to its address, `SyncError` is thrown and no staging file is left.
-    public func download(_ ids: [BlobID], into store: BlobStore, inMemoryBelow: Int64 = 0) async throws -> [DownloadedBlob] {
+    public func download(_ ids: [BlobID], into store: some BlobStaging, inMemoryBelow: Int64 = 0) async throws -> [DownloadedBlob] {
         let path = "/v1/blobs/fetch"
         var request = request(.POST, path)
         request.headers.add(name: "Content-Type", value: "application/json")

@@ -31,16 +31,6 @@ struct ZoneRef: Sendable, Equatable {
     var role: ZoneRole
 }
 
-extension ZoneRole {
-    /// The catalog's role of a zone the server gives this role (the two enums share their values).
-    init(_ wire: WireRole) {
-        switch wire {
-        case .owner: self = .owner
-        case .read: self = .read
-        case .write: self = .write
-        }
-    }
-}
 
 /// The client sync engine: push the outbox, then pull every visible zone (docs/PROTOCOL.md).
 ///
@@ -145,7 +135,7 @@ public final class SyncEngine {
     func reconcileZones() async throws -> [ZoneRef] {
         let me = remote.account
         var serverZones = try await client.zones()
-        let local = try vault.catalog.read { try Zone.fetchAll($0) }
+        let local = try vault.catalogRead { try Catalog.zones($0) }
         let mine = Set(serverZones.filter { $0.owner == me }.map(\.name))
         var created = false
         for zone in local where zone.owner == nil && !mine.contains(zone.name) {
@@ -158,34 +148,31 @@ public final class SyncEngine {
         }
         if created { serverZones = try await client.zones() }
         let others = Set(serverZones.filter { $0.owner != me }.map { "\($0.owner)/\($0.name)" })
-        try vault.catalog.write { db in
+        try vault.catalogTransaction { w in
             for s in serverZones {
                 if s.owner == me {
-                    if var z = try Zone.fetchOne(db, key: s.name) {
+                    if var z = try Catalog.zone(w.db, s.name) {
                         if z.shared != s.shared {
                             z.shared = s.shared
-                            try z.update(db)
+                            try w.updateZone(z)
                         }
                     } else {
-                        try Zone(name: s.name, createdAt: nowMillis()).insert(db)
+                        try w.insertZone(Zone(name: s.name, createdAt: w.now))
                     }
                 } else {
                     let name = "\(s.owner)/\(s.name)"
-                    if var z = try Zone.fetchOne(db, key: name) {
+                    if var z = try Catalog.zone(w.db, name) {
                         z.owner = s.owner
                         z.role = ZoneRole(s.role)
                         z.shared = true
-                        try z.update(db)
+                        try w.updateZone(z)
                     } else {
-                        try Zone(name: name, owner: s.owner, role: ZoneRole(s.role), shared: true, createdAt: nowMillis()).insert(db)
+                        try w.insertZone(Zone(name: name, owner: s.owner, role: ZoneRole(s.role), shared: true, createdAt: w.now))
                     }
                 }
             }
             for z in local where z.owner != nil && !others.contains(z.name) {
-                try db.execute(sql: "DELETE FROM receipts WHERE zone = ?", arguments: [z.name])
-                try db.execute(sql: "DELETE FROM syncState WHERE zone = ?", arguments: [z.name])
-                try CatalogWriter(db).dropOutbox(zone: z.name)
-                try db.execute(sql: "DELETE FROM zones WHERE name = ?", arguments: [z.name])
+                try w.dropZone(z.name)
             }
         }
         return serverZones.map { s in
@@ -244,7 +231,8 @@ public final class SyncEngine {
     }
 
     func collectOutgoing(_ zones: [String: ZoneRef], only: Set<String>?, skip: Set<String>) throws -> [Outgoing] {
-        try vault.catalog.write { db in
+        try vault.catalogTransaction { w in
+            let db = w.db
             var out: [Outgoing] = []
             for pending in try Outbox.pending(db) {
                 let (id, change) = (pending.receiptID, (zone: pending.zone, seq: pending.seq))
@@ -313,7 +301,8 @@ public final class SyncEngine {
         let byID = Dictionary(batch.map { ($0.record.id, $0) }, uniquingKeysWith: { a, _ in a })
         var conflicts: [(ZoneRef, WireRecord)] = []
         var rejected: [String] = []
-        try vault.catalog.write { db in
+        try vault.catalogTransaction { w in
+            let db = w.db
             for result in results {
                 guard let item = byID[result.id] else { continue }
                 if item.seq < 0 {
@@ -381,9 +370,7 @@ public final class SyncEngine {
     func pull(_ zone: ZoneRef) async throws {
         let lock = try VaultLock(vaultPath: vault.path, mode: .shared)
         defer { withExtendedLifetime(lock) {} }
-        var token = try vault.catalog.read { db in
-            try String.fetchOne(db, sql: "SELECT changeToken FROM zones WHERE name = ?", arguments: [zone.local])
-        }
+        var token = try vault.catalogRead { db in try Catalog.changeToken(db, zone: zone.local) }
         var restarted = false
         while true {
             do {
@@ -412,7 +399,7 @@ public final class SyncEngine {
             try checkNotWiping()
             try commit(fetched.blobs) { db in
                 for record in page.records { try self.applyPulled(db, zone: zone, record: record) }
-                try db.execute(sql: "UPDATE zones SET changeToken = ? WHERE name = ?", arguments: [page.changeToken, zone.local])
+                try CatalogWriter(db).setChangeToken(page.changeToken, zone: zone.local)
             }
         }
     }
@@ -442,17 +429,14 @@ public final class SyncEngine {
     /// `wipe --remote` elsewhere). The owner's receipts are queued to be pushed into the new zone;
     /// a participant's copy is dropped and pulled again from the owner's new zone.
     func forget(_ zone: ZoneRef) throws {
-        try vault.catalog.transaction { w in
-            let db = w.db
+        try vault.catalogTransaction { w in
             if zone.role == .owner {
-                try db.execute(sql: "DELETE FROM syncState WHERE zone = ?", arguments: [zone.local])
+                try w.clearSyncState(zone: zone.local)
                 try w.requeue(zone: zone.local)
             } else {
-                try db.execute(sql: "DELETE FROM receipts WHERE zone = ?", arguments: [zone.local])
-                try db.execute(sql: "DELETE FROM syncState WHERE zone = ?", arguments: [zone.local])
-                try w.dropOutbox(zone: zone.local)
+                try w.dropReceipts(zone: zone.local)
             }
-            try db.execute(sql: "UPDATE zones SET changeToken = NULL WHERE name = ?", arguments: [zone.local])
+            try w.setChangeToken(nil, zone: zone.local)
         }
         if zone.role == .owner { requeued.append(zone) }
     }
@@ -507,11 +491,15 @@ public final class SyncEngine {
     /// adopted: files a killed sync installed but did not get to reference.
     static func fetchMissing(_ blobs: [String: Int64], vault: Vault, transfer: BlobTransfer, limit: Int,
                              progress: @escaping Progress) async throws -> [FetchedBlob] {
-        let missing = try vault.catalog.read { db in try LocalStore.missingBlobs(db, Set(blobs.keys)) }
+        var ids = Set<BlobID>()
+        for hex in blobs.keys {
+            guard let id = BlobID(hex: hex) else { throw SyncError("\(hex) is not a blob address") }
+            ids.insert(id)
+        }
+        let missing = try vault.catalogRead { db in try LocalStore.missingBlobs(db, ids) }
         var fetched: [FetchedBlob] = []
         var wanted: [BlobID] = []
-        for hex in missing {
-            guard let id = BlobID(hex: hex) else { throw SyncError("\(hex) is not a blob address") }
+        for id in missing {
             if let adopted = transfer.adopted(id) { fetched.append(adopted) } else { wanted.append(id) }
         }
         // Smaller bundles than uploads use: a page's blobs then keep every transfer slot busy.

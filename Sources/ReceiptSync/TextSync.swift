@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import ReceiptCatalog
 import ReceiptText
 import ReceiptWire
@@ -32,31 +31,22 @@ extension SyncEngine {
     /// the server did not hold yet is not offered again: its members extract it themselves.
     func uploadTexts() async throws {
         let version = TextExtractor.version
-        var mark = try vault.catalog.read { db in
-            try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [Self.textOfferedKey])
-                .flatMap { Int64($0) } ?? -1
+        var mark = try vault.catalogRead { db in
+            try Catalog.setting(db, Self.textOfferedKey).flatMap { Int64($0) } ?? -1
         }
         var after = ""
         while true {
             try checkNotWiping()
-            let batch = try vault.catalog.read { db in
-                try Row.fetchAll(db, sql: """
-                    SELECT sha256, extractedAt FROM blobText
-                    WHERE extractor = ? AND (extractedAt > ? OR (extractedAt = ? AND sha256 > ?))
-                    ORDER BY extractedAt, sha256 LIMIT ?
-                    """, arguments: [version, mark, mark, after, Self.textBatch]).map { ($0["sha256"] as String, $0["extractedAt"] as Int64) }
+            let batch = try vault.catalogRead { db in
+                try Catalog.textsStored(db, version: version, after: mark, after, limit: Self.textBatch)
             }
             guard let last = batch.last else { break }
             let wanted = try await client.textWant(batch.map(\.0), version: version)
             for sha256 in wanted {
-                let row = try vault.catalog.read { db in
-                    try Row.fetchOne(db, sql: "SELECT state, text, error FROM blobText WHERE sha256 = ? AND extractor = ?",
-                                     arguments: [sha256, version])
-                }
-                guard let row else { continue }
-                let text: WireText = row["state"] == "failed"
-                    ? WireText(text: nil, failed: String((row["error"] as String? ?? "the extractor failed").prefix(1000)))
-                    : WireText(text: row["text"], failed: nil)
+                guard let stored = try vault.catalogRead({ try Catalog.storedText($0, sha256, version: version) }) else { continue }
+                let text: WireText = stored.text == nil
+                    ? WireText(text: nil, failed: String((stored.error ?? "the extractor failed").prefix(1000)))
+                    : WireText(text: stored.text, failed: nil)
                 // A text over the server's limit stays with this vault (its members extract it themselves).
                 if (text.text?.utf8.count ?? 0) > WireText.maxBytes || text.validationError != nil { continue }
                 do {
@@ -69,10 +59,7 @@ extension SyncEngine {
                 }
             }
             (mark, after) = (last.1, last.0)
-            try vault.catalog.write { db in
-                try db.execute(sql: "INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)",
-                               arguments: [Self.textOfferedKey, String(last.1)])
-            }
+            try vault.catalogTransaction { w in try w.setSetting(Self.textOfferedKey, String(last.1)) }
             // The next batch starts after this one (rows of the same millisecond continue by address).
         }
     }
@@ -84,7 +71,7 @@ extension SyncEngine {
         var after = ""
         while true {
             try checkNotWiping()
-            let pending = try vault.catalog.read { db in
+            let pending = try vault.catalogRead { db in
                 try Catalog.pendingText(db, version: version, after: after, limit: Self.textBatch).map(\.sha256)
             }
             guard let last = pending.last else { break }
@@ -93,10 +80,10 @@ extension SyncEngine {
                 let answer = try await client.texts(Array(rest), version: version)
                 let texts = answer.texts.filter { $0.sha256.map(pending.contains) ?? false && $0.validationError == nil }
                 if !texts.isEmpty {
-                    try vault.catalog.write { db in
+                    try vault.catalogTransaction { w in
                         for text in texts {
                             guard let sha256 = text.sha256 else { continue }
-                            try Catalog.storeText(db, sha256: sha256, version: version, text: text.text, error: text.failed)
+                            try Catalog.storeText(w.db, sha256: sha256, version: version, text: text.text, error: text.failed)
                         }
                     }
                     report.textsDownloaded += texts.count

@@ -1,5 +1,4 @@
 import BlobStore
-import GRDB
 import ReceiptCatalog
 import ReceiptVault
 import ReceiptWire
@@ -28,16 +27,16 @@ public enum Zones {
         guard WireName.isValid(name) else {
             throw SyncError("invalid zone name '\(name)': use 1 to 64 letters, digits, '.', '_' or '-' (not starting with '.' or '-')")
         }
-        try vault.catalog.write { db in
-            if try Zone.fetchOne(db, key: name) != nil { throw SyncError("zone '\(name)' already exists: nothing was changed") }
-            try Zone(name: name, createdAt: nowMillis()).insert(db)
+        try vault.catalogTransaction { w in
+            if try Catalog.zone(w.db, name) != nil { throw SyncError("zone '\(name)' already exists: nothing was changed") }
+            try w.insertZone(Zone(name: name, createdAt: w.now))
         }
     }
 
     public static func list(_ vault: Vault) throws -> [ZoneListing] {
         let me = try RemoteConfig.load(vault)?.account
-        return try vault.catalog.read { db in
-            try Zone.order(Column("name")).fetchAll(db).map { z in
+        return try vault.catalogRead { db in
+            try Catalog.zones(db).map { z in
                 ZoneListing(zone: z.name, owner: z.owner ?? me, role: z.role.rawValue, shared: z.shared)
             }
         }
@@ -47,7 +46,7 @@ public enum Zones {
         guard let remote = try RemoteConfig.load(vault) else {
             throw SyncError("this vault has no remote: run `receipt remote set URL --account NAME --token TOKEN` first")
         }
-        guard let z = try vault.catalog.read({ try Zone.fetchOne($0, key: zone) }) else {
+        guard let z = try vault.catalogRead({ try Catalog.zone($0, zone) }) else {
             throw SyncError("no zone '\(zone)' in this vault (see `receipt zone list`)")
         }
         if let owner = z.owner {
@@ -64,9 +63,7 @@ public enum Zones {
         let client = try remote.client()
         try await client.createZone(owner: remote.account, name: zone)
         try await client.share(owner: remote.account, name: zone, with: account, role: role)
-        try vault.catalog.write { db in
-            try db.execute(sql: "UPDATE zones SET shared = 1 WHERE name = ?", arguments: [zone])
-        }
+        try vault.catalogTransaction { w in try w.setShared(true, zone: zone) }
     }
 
     /// Stops sharing one of this account's zones with `account`: from now on the server answers
@@ -76,8 +73,17 @@ public enum Zones {
         let client = try remote.client()
         try await client.unshare(owner: remote.account, name: zone, with: account)
         let left = try await client.shares(owner: remote.account, name: zone)
-        try vault.catalog.write { db in
-            try db.execute(sql: "UPDATE zones SET shared = ? WHERE name = ?", arguments: [!left.isEmpty, zone])
+        try vault.catalogTransaction { w in try w.setShared(!left.isEmpty, zone: zone) }
+    }
+}
+
+extension ZoneRole {
+    /// The catalog's role of a zone the server gives this role (the two enums share their values).
+    init(_ wire: WireRole) {
+        switch wire {
+        case .owner: self = .owner
+        case .read: self = .read
+        case .write: self = .write
         }
     }
 }

@@ -31,18 +31,17 @@ extension Vault {
         return try wrapped {
             let id = try catalog.read { db -> String in
                 let id = try resolveReceipt(db, idOrPrefix)
-                guard let r = try Receipt.fetchOne(db, key: id) else { throw VaultError(.notFound, "no receipt \(idOrPrefix)") }
+                guard let r = try Catalog.receipt(db, id) else { throw VaultError(.notFound, "no receipt \(idOrPrefix)") }
                 try requireWritable(db, r.zone)
                 return id
             }
             return try locked(.shared) {
                 try ingestOnce(inputs.map { .file($0) }) { w, ingested in
                     let db = w.db
-                    guard var receipt = try Receipt.fetchOne(db, key: id) else {
+                    guard var receipt = try Catalog.receipt(db, id) else {
                         throw VaultError(.notFound, "receipt \(id) was deleted meanwhile")
                     }
-                    var position = (try Int.fetchOne(db, sql: "SELECT max(position) FROM attachments WHERE receiptID = ?",
-                                                     arguments: [id]) ?? -1) + 1
+                    var position = try Catalog.nextPosition(db, receiptID: id)
                     for (input, blob) in zip(inputs, ingested) {
                         if try w.insertAttachment(receiptID: id, blob: blob.id, filename: input.name,
                                                   mediaType: blob.mediaType, position: position) {
@@ -50,7 +49,7 @@ extension Vault {
                         }
                     }
                     receipt.modifiedAt = w.now
-                    try receipt.update(db)
+                    try w.updateReceipt(receipt)
                     try w.recordChange(id, zone: receipt.zone, .upsert)
                     return try views(db, [receipt])[0]
                 }
@@ -63,7 +62,7 @@ extension Vault {
         guard let id = BlobID(hex: hex) else {
             throw VaultError.bad("invalid blob address '\(hex)': expected 64 hexadecimal characters")
         }
-        guard let record = try wrapped({ try catalog.read { try BlobRecord.fetchOne($0, key: id.hex) } }) else {
+        guard let record = try wrapped({ try catalog.read { try Catalog.blob($0, id) } }) else {
             throw VaultError(.notFound, "no blob \(id.hex) in this vault")
         }
         return record
@@ -110,20 +109,10 @@ extension Vault {
     public func stats() throws -> VaultStats {
         try wrapped {
             try catalog.read { db in
-                let row = try Row.fetchOne(db, sql: """
-                    SELECT (SELECT count(*) FROM receipts),
-                           (SELECT count(*) FROM attachments),
-                           count(*),
-                           coalesce(sum(inline IS NULL), 0),
-                           coalesce(sum(inline IS NOT NULL), 0),
-                           coalesce(sum(size), 0),
-                           coalesce(sum(storedSize), 0)
-                    FROM blobs
-                    """)
-                guard let row else { throw VaultError(.io, "the catalog returned no statistics") }
+                let c = try Catalog.counts(db)
                 let text = try Catalog.textCounts(db, version: TextExtractor.version)
-                return VaultStats(receipts: row[0], attachments: row[1], blobs: row[2], externalBlobs: row[3],
-                                  inlineBlobs: row[4], logicalBytes: row[5], storedBytes: row[6],
+                return VaultStats(receipts: c.receipts, attachments: c.attachments, blobs: c.blobs, externalBlobs: c.externalBlobs,
+                                  inlineBlobs: c.inlineBlobs, logicalBytes: c.logicalBytes, storedBytes: c.storedBytes,
                                   indexedBlobs: text.indexed, pendingIndex: text.pending)
             }
         }

@@ -105,41 +105,30 @@ extension Vault {
         var plan = GCPlan()
         plan.cutoffNanoseconds = realtimeNanoseconds() - graceSeconds * 1_000_000_000
         let cutoff = plan.cutoffNanoseconds
-        struct Candidate { let sha256: String; let storedSize: Int64; let inline: Bool; let createdAt: Millis }
         // Roots: attachments of every receipt. A receipt with pending outbox changes is covered by its
         // attachments; a deleted receipt's push needs no bytes (docs/DESIGN.md, "gc").
         // Streamed: the candidates are the unreferenced rows only, and each blob file is looked up in
         // the catalog as it is listed, so memory does not grow with the vault (a set of every row's
         // address took ~100 MB at a million blobs).
         try catalog.read { db in
-            let candidates = try Row.fetchCursor(db, sql: """
-                SELECT sha256, storedSize, inline IS NOT NULL, createdAt FROM blobs b
-                WHERE NOT EXISTS (SELECT 1 FROM attachments a WHERE a.sha256 = b.sha256)
-                ORDER BY sha256
-                """)
-            while let row = try candidates.next() {
-                let c = Candidate(sha256: row[0], storedSize: row[1], inline: row[2], createdAt: row[3])
-                if c.inline {
+            try Catalog.forEachUnreferencedBlob(db) { c in
+                if c.isInline {
                     if c.createdAt * 1_000_000 < cutoff {
-                        plan.blobs.append(.init(sha256: c.sha256, bytes: c.storedSize, inline: true, hasRow: true))
+                        plan.blobs.append(.init(sha256: c.id.hex, bytes: c.storedSize, inline: true, hasRow: true))
                     }
-                    continue
+                    return
                 }
-                guard let id = BlobID(hex: c.sha256) else { continue }
-                if let st = try FileSystem.status(blobs.path(for: id)) {
+                if let st = try FileSystem.status(blobs.path(for: c.id)) {
                     // A dedup hit refreshes the mtime: the file's age, not the row's, is what counts.
-                    guard st.isRegular, st.mtimeNanoseconds < cutoff else { continue }
-                    plan.blobs.append(.init(sha256: c.sha256, bytes: st.size, inline: false, hasRow: true))
+                    guard st.isRegular, st.mtimeNanoseconds < cutoff else { return }
+                    plan.blobs.append(.init(sha256: c.id.hex, bytes: st.size, inline: false, hasRow: true))
                 } else if c.createdAt * 1_000_000 < cutoff {
-                    plan.blobs.append(.init(sha256: c.sha256, bytes: 0, inline: false, hasRow: true))
+                    plan.blobs.append(.init(sha256: c.id.hex, bytes: 0, inline: false, hasRow: true))
                 }
             }
-            let birth = try Millis.fetchOne(db, sql: "SELECT min(createdAt) FROM zones WHERE owner IS NULL")
-            let birthNanoseconds = (birth ?? 0) * 1_000_000
-            let recorded = try db.makeStatement(sql: "SELECT 1 FROM blobs WHERE sha256 = ?")
+            let birthNanoseconds = (try Catalog.birth(db) ?? 0) * 1_000_000
             try blobs.forEachFile { file in
-                guard let id = file.id, file.mtimeNanoseconds < cutoff,
-                      try Bool.fetchOne(recorded, arguments: [id.hex]) == nil else { return }
+                guard let id = file.id, file.mtimeNanoseconds < cutoff, try !Catalog.hasBlob(db, id) else { return }
                 if file.mtimeNanoseconds < birthNanoseconds {
                     plan.keptOlderThanCatalog.append(id.hex)
                 } else {
@@ -160,23 +149,18 @@ extension Vault {
         let total = plan.blobs.count + plan.interim.count
         var done = 0
         // 1. Rows, in one transaction, each only if still unreferenced (and the foreign key agrees).
-        let removedRows: Set<String> = try catalog.write { db in
-            var removed = Set<String>()
+        let removedRows: Set<String> = try catalog.transaction { w in
+            var removed = Set<BlobID>()
             for blob in plan.blobs {
+                guard let id = BlobID(hex: blob.sha256) else { continue }
                 if blob.hasRow {
-                    try db.execute(sql: """
-                        DELETE FROM blobs WHERE sha256 = ?
-                        AND NOT EXISTS (SELECT 1 FROM attachments WHERE sha256 = ?)
-                        """, arguments: [blob.sha256, blob.sha256])
-                    if db.changesCount > 0 { removed.insert(blob.sha256) }
-                } else if try !BlobRecord.exists(db, key: blob.sha256) {
-                    removed.insert(blob.sha256)
+                    if try w.deleteBlobIfUnreferenced(id) { removed.insert(id) }
+                } else if try !Catalog.hasBlob(w.db, id) {
+                    removed.insert(id)
                 }
             }
-            for sha in removed {
-                try db.execute(sql: "DELETE FROM importCache WHERE sha256 = ?", arguments: [sha])
-            }
-            return removed
+            for id in removed { try w.forgetImports(of: id) }
+            return Set(removed.map(\.hex))
         }
         // 2. Files, after their rows are gone: a crash in between leaves orphan files, never a row
         //    pointing at nothing.

@@ -115,14 +115,14 @@ extension Vault {
                                 metadata: ReceiptMetadata) throws -> [ImportedFile] {
         var out: [ImportedFile] = []
         for case (let input, .ingested(let blob)) in batch {
-            if let existing = try receiptHolding(w.db, blob.id, named: input.name, in: zone) {
+            if let existing = try Catalog.receipt(w.db, holding: blob.id, named: input.name, inZone: zone) {
                 out.append(ImportedFile(id: existing, path: input.path, sha256: blob.id.hex, size: blob.size,
                                         deduplicated: true, existing: true))
                 continue
             }
             var receipt = Receipt(id: ReceiptID.generateText(), zone: zone, createdAt: w.now, modifiedAt: w.now)
             metadata.apply(to: &receipt)
-            try receipt.insert(w.db)
+            try w.insertReceipt(receipt)
             _ = try w.insertAttachment(receiptID: receipt.id, blob: blob.id, filename: input.name, mediaType: blob.mediaType,
                                        position: 0)
             try w.recordChange(receipt.id, zone: zone, .upsert)
@@ -131,16 +131,6 @@ extension Vault {
                                     deduplicated: blob.deduplicated, existing: false))
         }
         return out
-    }
-
-    /// The receipt of `zone` that already holds this content under this file name, if any.
-    func receiptHolding(_ db: Database, _ id: BlobID, named filename: String, in zone: String) throws -> String? {
-        // CROSS JOIN keeps SQLite on the blob index: joining from receipts scans the whole zone per file.
-        // A cached statement: a manifest asks this once per row.
-        try String.fetchOne(db.cachedStatement(sql: """
-            SELECT r.id FROM attachments a CROSS JOIN receipts r ON r.id = a.receiptID
-            WHERE a.sha256 = ? AND a.filename = ? AND r.zone = ? LIMIT 1
-            """), arguments: [id.hex, filename, zone])
     }
 
     /// Expands the paths into regular files. Explicit paths must exist and be files or folders

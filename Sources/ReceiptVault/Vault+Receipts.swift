@@ -136,20 +136,9 @@ extension Vault {
         return try wrapped {
             try catalog.read { db in
                 if let zone = filter.zone { _ = try requireZone(db, zone) }
-                var clauses: [String] = []
-                var args: [any DatabaseValueConvertible] = []
-                if let zone = filter.zone { clauses.append("zone = ?"); args.append(zone) }
-                if let from { clauses.append("date >= ?"); args.append(from) }
-                if let to { clauses.append("date <= ?"); args.append(to) }
-                if let m = filter.merchant { clauses.append("merchant = ? COLLATE NOCASE"); args.append(m) }
-                if let c = filter.category { clauses.append("category = ? COLLATE NOCASE"); args.append(c) }
-                if let status { clauses.append("status = ?"); args.append(status) }
-                let whereSQL = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
-                let receipts = try Receipt.fetchAll(db, sql: """
-                    SELECT * FROM receipts \(whereSQL) ORDER BY date IS NULL, date, id
-                    """, arguments: StatementArguments(args))
-                return try views(db, receipts, scope: ("WHERE a.receiptID IN (SELECT id FROM receipts \(whereSQL))",
-                                                     StatementArguments(args)))
+                let scope = ReceiptScope(zone: filter.zone, from: from, to: to, merchant: filter.merchant,
+                                         category: filter.category, status: status)
+                return views(try Catalog.receipts(db, in: scope), files: try Catalog.files(db, in: scope))
             }
         }
     }
@@ -159,7 +148,7 @@ extension Vault {
         try wrapped {
             try catalog.read { db in
                 let id = try resolveReceipt(db, idOrPrefix)
-                guard let receipt = try Receipt.fetchOne(db, key: id) else {
+                guard let receipt = try Catalog.receipt(db, id) else {
                     throw VaultError(.notFound, "no receipt \(idOrPrefix)")
                 }
                 return try views(db, [receipt])[0]
@@ -174,14 +163,15 @@ extension Vault {
         return try wrapped {
             try mutate { db in
                 let id = try resolveReceipt(db, idOrPrefix)
-                guard var receipt = try Receipt.fetchOne(db, key: id) else {
+                guard var receipt = try Catalog.receipt(db, id) else {
                     throw VaultError(.notFound, "no receipt \(idOrPrefix)")
                 }
                 try requireWritable(db, receipt.zone)
                 changes.apply(to: &receipt)
-                receipt.modifiedAt = nowMillis()
-                try receipt.update(db)
-                try recordChange(db, receipt.id, zone: receipt.zone, .upsert)
+                let w = CatalogWriter(db)
+                receipt.modifiedAt = w.now
+                try w.updateReceipt(receipt)
+                try w.recordChange(receipt.id, zone: receipt.zone, .upsert)
                 return try views(db, [receipt])[0]
             }
         }
@@ -193,11 +183,12 @@ extension Vault {
         try wrapped {
             try mutate { db in
                 let ids = try idsOrPrefixes.map { try resolveReceipt(db, $0) }
+                let w = CatalogWriter(db)
                 for id in Set(ids) {
-                    guard let receipt = try Receipt.fetchOne(db, key: id) else { continue }
+                    guard let receipt = try Catalog.receipt(db, id) else { continue }
                     try requireWritable(db, receipt.zone)
-                    try receipt.delete(db)
-                    try recordChange(db, id, zone: receipt.zone, .delete)
+                    try w.deleteReceipt(id)
+                    try w.recordChange(id, zone: receipt.zone, .delete)
                 }
                 return ids
             }
@@ -210,19 +201,20 @@ extension Vault {
         try wrapped {
             try mutate { db in
                 let id = try resolveReceipt(db, idOrPrefix)
-                guard var receipt = try Receipt.fetchOne(db, key: id) else { throw VaultError(.notFound, "no receipt \(idOrPrefix)") }
+                guard var receipt = try Catalog.receipt(db, id) else { throw VaultError(.notFound, "no receipt \(idOrPrefix)") }
                 try requireWritable(db, receipt.zone)
-                let matches = try Attachment.filter(Column("receiptID") == id).fetchAll(db)
+                let matches = try Catalog.attachments(db, of: id)
                     .filter { $0.sha256.hex.hasPrefix(blob.lowercased()) }
                 guard blob.count >= 8, matches.count == 1 else {
                     throw VaultError(.notFound, matches.count > 1
                         ? "attachment \(blob) of receipt \(id) is ambiguous: give more of its hash"
                         : "receipt \(id) has no attachment \(blob)")
                 }
-                try matches[0].delete(db)
-                receipt.modifiedAt = nowMillis()
-                try receipt.update(db)
-                try recordChange(db, id, zone: receipt.zone, .upsert)
+                let w = CatalogWriter(db)
+                try w.deleteAttachment(matches[0])
+                receipt.modifiedAt = w.now
+                try w.updateReceipt(receipt)
+                try w.recordChange(id, zone: receipt.zone, .upsert)
                 return try views(db, [receipt])[0]
             }
         }
@@ -230,29 +222,18 @@ extension Vault {
 
     // MARK: - Shared helpers
 
-    /// Receipts with their attachments; `scope` selects the attachments to load (default: those of
-    /// the receipts given, which suits a handful).
-    func views(_ db: Database, _ receipts: [Receipt],
-               scope: (String, StatementArguments)? = nil) throws -> [ReceiptView] {
-        var files: [String: [ReceiptView.File]] = [:]
-        if !receipts.isEmpty {
-            let (scopeSQL, scopeArgs) = scope ?? (
-                "WHERE a.receiptID IN (\(databaseQuestionMarks(count: receipts.count)))",
-                StatementArguments(receipts.map(\.id)))
-            let sql = """
-                SELECT a.receiptID, a.sha256, a.filename, a.mediaType, b.size
-                FROM attachments a JOIN blobs b ON b.sha256 = a.sha256
-                \(scopeSQL)
-                ORDER BY a.receiptID, a.position
-                """
-            let rows = try Row.fetchCursor(db, sql: sql, arguments: scopeArgs)
-            while let row = try rows.next() {
-                files[row[0], default: []].append(ReceiptView.File(sha256: row[1], filename: row[2], size: row[4], mediaType: row[3]))
-            }
-        }
-        return receipts.map { r in
+    /// Receipts with their attachments (a handful: one query for their files).
+    func views(_ db: Database, _ receipts: [Receipt]) throws -> [ReceiptView] {
+        views(receipts, files: try Catalog.files(db, of: receipts.map(\.id)))
+    }
+
+    func views(_ receipts: [Receipt], files: [String: [AttachedFile]]) -> [ReceiptView] {
+        receipts.map { r in
             ReceiptView(id: r.id, zone: r.zone, merchant: r.merchant, date: r.date, total: r.total, currency: r.currency,
-                        category: r.category, note: r.note, tags: r.tags, attachments: files[r.id] ?? [],
+                        category: r.category, note: r.note, tags: r.tags,
+                        attachments: (files[r.id] ?? []).map {
+                            ReceiptView.File(sha256: $0.sha256.hex, filename: $0.filename, size: $0.size, mediaType: $0.mediaType)
+                        },
                         status: r.status, claim: r.claim, reimbursedOn: r.reimbursedOn)
         }
     }
@@ -263,8 +244,7 @@ extension Vault {
         guard key.count >= 8, key.allSatisfy({ $0.isHexDigit || $0 == "-" }) else {
             throw VaultError.bad("invalid receipt id '\(text)': give the id or at least its first 8 characters")
         }
-        let ids = try String.fetchAll(db, sql: "SELECT id FROM receipts WHERE id >= ? AND id < ? LIMIT 2",
-                                      arguments: [key, key + "\u{FFFF}"])
+        let ids = try Catalog.receiptIDs(db, prefixed: key)
         switch ids.count {
         case 0: throw VaultError(.notFound, "no receipt \(text)")
         case 1: return ids[0]
@@ -273,7 +253,7 @@ extension Vault {
     }
 
     func requireZone(_ db: Database, _ name: String) throws -> Zone {
-        guard let zone = try Zone.fetchOne(db, key: name) else {
+        guard let zone = try Catalog.zone(db, name) else {
             throw VaultError(.notFound, "no zone '\(name)' in this vault (see `receipt zone list`)")
         }
         return zone

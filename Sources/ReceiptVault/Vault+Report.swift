@@ -1,19 +1,18 @@
 import Foundation
-import GRDB
 import ReceiptCatalog
 
 /// What a report groups receipts by.
 public enum ReportGrouping: String, Sendable, CaseIterable {
     case category, merchant, month, year, status
 
-    /// The SQL expression of the key, on receipts aliased `r`.
-    var sql: String {
+    /// The catalog's column (or expression) of the key.
+    var key: ReportKey {
         switch self {
-        case .category: return "r.category"
-        case .merchant: return "r.merchant"
-        case .month: return "substr(r.date, 1, 7)"
-        case .year: return "substr(r.date, 1, 4)"
-        case .status: return "r.status"
+        case .category: return .category
+        case .merchant: return .merchant
+        case .month: return .month
+        case .year: return .year
+        case .status: return .status
         }
     }
 }
@@ -52,16 +51,12 @@ extension Vault {
         return try wrapped {
             try catalog.read { db in
                 if let zone = scope.zone { _ = try requireZone(db, zone) }
-                let (filter, args) = scope.sql()
                 struct Key: Hashable { var key: String?; var currency: String? }
                 var sums: [Key: (count: Int, sum: ExactSum)] = [:]
                 var withoutTotal = 0
-                let rows = try Row.fetchCursor(db, sql: """
-                    SELECT \(grouping.sql), r.currency, r.total FROM receipts r WHERE \(filter)
-                    """, arguments: args)
-                while let row = try rows.next() {
-                    guard let total = row[2] as String? else { withoutTotal += 1; continue }
-                    let key = Key(key: row[0], currency: row[1])
+                try Catalog.forEachTotal(db, by: grouping.key, in: scope) { group, currency, total in
+                    guard let total else { withoutTotal += 1; return }
+                    let key = Key(key: group, currency: currency)
                     var entry = sums[key] ?? (0, ExactSum())
                     entry.count += 1
                     guard entry.sum.add(total) else {

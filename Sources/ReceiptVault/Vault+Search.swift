@@ -57,7 +57,7 @@ extension Vault {
                 }
                 let ranked = hits.values.sorted { $0.score != $1.score ? $0.score > $1.score : $0.receiptID < $1.receiptID }
                     .prefix(limit)
-                let receipts = try Receipt.fetchAll(db, keys: ranked.map(\.receiptID))
+                let receipts = try Catalog.receipts(db, ids: ranked.map(\.receiptID))
                 let views = Dictionary(try self.views(db, receipts).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
                 let texts = try Catalog.texts(db, Array(Set(views.values.flatMap { $0.attachments.map(\.sha256) })))
                 return ranked.compactMap { hit -> SearchResult? in

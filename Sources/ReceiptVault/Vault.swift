@@ -10,8 +10,11 @@ import ReceiptCatalog
 /// - every mutation is one catalog transaction, and writes its outbox entry in it.
 public final class Vault: Sendable {
     public let path: String
-    public let catalog: Catalog
-    public let blobs: BlobStore
+    /// Reached from other modules only through `catalogRead` and `catalogTransaction`, with the
+    /// verbs of `Catalog` (ReceiptCatalog holds every statement on the vault's tables).
+    let catalog: Catalog
+    /// The blob tree; other modules reach it through the ingest path and `Vault+Transfer.swift`.
+    let blobs: BlobStore
     public let settings: VaultSettings
 
     public var catalogPath: String { FileSystem.join(path, Catalog.fileName) }

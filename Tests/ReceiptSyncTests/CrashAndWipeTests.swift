@@ -4,7 +4,7 @@ import Foundation
 import NIOCore
 import GRDB
 import ReceiptCatalog
-import ReceiptVault
+@testable import ReceiptVault
 import ReceiptWire
 import TestSupport
 import XCTest

@@ -274,3 +274,41 @@ struct HarnessError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
+
+/// The base of the suites that run households: a subclass whose `postgres` is true runs every
+/// inherited test again with the server's catalog in a fresh PostgreSQL database.
+class HouseholdTestCase: XCTestCase {
+    class var postgres: Bool { false }
+
+    override func setUp() async throws {
+        try await super.setUp()
+        Household.database = Self.postgres ? try PostgresCluster.shared().createDatabase() : nil
+    }
+
+    override func tearDown() async throws {
+        Household.database = nil
+        try await super.tearDown()
+    }
+}
+
+/// What the store-level suites (ServerStoreConformanceTests, WebStoreTests) share.
+extension XCTestCase {
+    /// A new account on `store`, as its token authenticates it.
+    func account(_ store: any ServerStore, _ name: String) async throws -> Account {
+        let token = try await store.addAccount(name, quota: nil)
+        let found = try await store.authenticate(token: token)
+        return try XCTUnwrap(found)
+    }
+
+    /// `body` is refused with a ServerError of status `code`.
+    func assertServerError<T>(_ code: Int, _ body: () async throws -> T, file: StaticString = #filePath, line: UInt = #line) async {
+        do {
+            _ = try await body()
+            XCTFail("expected a \(code) refusal", file: file, line: line)
+        } catch let error as ServerError {
+            XCTAssertEqual(error.code, code, error.message, file: file, line: line)
+        } catch {
+            XCTFail("expected a ServerError \(code), got \(error)", file: file, line: line)
+        }
+    }
+}

@@ -3,7 +3,7 @@ import Foundation
 import GRDB
 import ReceiptCatalog
 import ReceiptSync
-import ReceiptVault
+@testable import ReceiptVault
 import ReceiptWire
 import TestSupport
 import XCTest
@@ -13,7 +13,7 @@ import Glibc
 
 /// A household through the CLI: owner alice, write participant bob, read participant carol,
 /// outsider mallory, each with a vault of their own, against a real server.
-class HouseholdSyncTests: XCTestCase {
+class HouseholdSyncTests: HouseholdTestCase {
     /// Runs `sql` (with the receipt id as its argument) and queues the receipt's outbox entry, in
     /// one transaction, as no command would.
     func changeBehindTheVaultsBack(_ member: Member, _ id: String, zone: String, sql: String) throws {

@@ -9,15 +9,7 @@ import Glibc
 
 /// The household sync tests again, with the server's catalog in a real PostgreSQL.
 final class PostgresHouseholdSyncTests: HouseholdSyncTests {
-    override func setUp() async throws {
-        try await super.setUp()
-        Household.database = try PostgresCluster.shared().createDatabase()
-    }
-
-    override func tearDown() async throws {
-        Household.database = nil
-        try await super.tearDown()
-    }
+    override class var postgres: Bool { true }
 
     /// The household's catalog is in PostgreSQL: no server.sqlite in the data folder, the accounts in the database.
     func testTheHouseholdsCatalogIsInPostgreSQL() async throws {

@@ -50,23 +50,6 @@ class ServerStoreConformanceTests: XCTestCase {
                     createdAt: 1, modifiedAt: 1)
     }
 
-    func account(_ store: any ServerStore, _ name: String) async throws -> Account {
-        let token = try await store.addAccount(name, quota: nil)
-        let v1 = try await store.authenticate(token: token)
-        return try XCTUnwrap(v1)
-    }
-
-    func assertServerError<T>(_ code: Int, _ body: () async throws -> T, file: StaticString = #filePath, line: UInt = #line) async {
-        do {
-            _ = try await body()
-            XCTFail("expected a \(code) refusal", file: file, line: line)
-        } catch let error as ServerError {
-            XCTAssertEqual(error.code, code, error.message, file: file, line: line)
-        } catch {
-            XCTFail("expected a ServerError \(code), got \(error)", file: file, line: line)
-        }
-    }
-
     // MARK: Accounts and tokens
 
     func testAccountsAndTokensOverTheirLife() async throws {

@@ -10,7 +10,7 @@ import XCTest
 /// Extracted text through sync: a member that extracted a blob's text gives it to the server, and
 /// the members who pull the blob take the text instead of extracting it again; only readers of a
 /// zone referencing the blob may store or read its text. And the protocol revision exchange.
-class TextSyncTests: XCTestCase {
+class TextSyncTests: HouseholdTestCase {
     func testTextExtractedByOneMemberIsPulledByTheOthersAndNeverExtractedTwice() async throws {
         let h = try await Household.start(["alice", "bob", "carol", "mallory"])
         defer { Task { await h.shutdown() } }
@@ -99,15 +99,7 @@ class TextSyncTests: XCTestCase {
 
 /// The same with the server's catalog in PostgreSQL.
 final class PostgresTextSyncTests: TextSyncTests {
-    override func setUp() async throws {
-        try await super.setUp()
-        Household.database = try PostgresCluster.shared().createDatabase()
-    }
-
-    override func tearDown() async throws {
-        Household.database = nil
-        try await super.tearDown()
-    }
+    override class var postgres: Bool { true }
 
     /// (A test of its own also makes XCTest on Linux find the inherited ones.)
     func testTheTextIsKeptInPostgreSQLByBlobAndVersion() async throws {

@@ -30,23 +30,6 @@ class WebStoreTests: XCTestCase {
         return store
     }
 
-    func account(_ store: any WebStore, _ name: String) async throws -> Account {
-        let token = try await store.addAccount(name, quota: nil)
-        let found = try await store.authenticate(token: token)
-        return try XCTUnwrap(found)
-    }
-
-    func assertServerError<T>(_ code: Int, _ body: () async throws -> T, file: StaticString = #filePath, line: UInt = #line) async {
-        do {
-            _ = try await body()
-            XCTFail("expected a \(code) refusal", file: file, line: line)
-        } catch let error as ServerError {
-            XCTAssertEqual(error.code, code, error.message, file: file, line: line)
-        } catch {
-            XCTFail("expected a ServerError \(code), got \(error)", file: file, line: line)
-        }
-    }
-
     func id(_ n: Int) -> String { WebFixtures.id(n) }
 
     func receipt(_ merchant: String, date: String?, total: String?, currency: String? = "EUR", status: String? = nil,

@@ -2,7 +2,7 @@ import BlobStore
 import Foundation
 import GRDB
 import ReceiptCatalog
-import ReceiptVault
+@testable import ReceiptVault
 import TestSupport
 import XCTest
 #if canImport(Glibc)

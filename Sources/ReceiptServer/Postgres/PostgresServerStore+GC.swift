@@ -1,8 +1,5 @@
 import BlobStore
 import PostgresNIO
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `receipt server gc` over PostgreSQL, safe while any number of server processes run: the same
 /// plan-then-execute as the embedded catalog's (ServerGC.swift). Each planned blob is checked again
@@ -14,13 +11,13 @@ import Glibc
 extension PostgresServerStore {
     public func collectGarbage(graceSeconds: Int64, dryRun: Bool) async throws -> ServerGCReport {
         let lock = try ServerCatalog.gcLock(blobs.root)
-        defer { Glibc.close(lock) }
+        defer { lock.close() }
         let cutoff = Self.now() - graceSeconds * 1000
         var report = ServerGCReport(dryRun: dryRun)
         let planned = try await transaction { db in
             try await db.rows("""
                 SELECT sha256, size FROM blobs b
-                WHERE touched_at < \(cutoff) AND NOT EXISTS (SELECT 1 FROM record_blobs rb WHERE rb.sha256 = b.sha256)
+                WHERE touched_at <= \(cutoff) AND NOT EXISTS (SELECT 1 FROM record_blobs rb WHERE rb.sha256 = b.sha256)
                 ORDER BY sha256
                 """).map { try $0.decode((String, Int64).self) }
         }
@@ -36,7 +33,7 @@ extension PostgresServerStore {
                     var removed: [ServerGCReport.Blob] = []
                     for (hex, size) in batch {
                         let still = try await db.value("""
-                            SELECT 1 FROM blobs b WHERE b.sha256 = \(hex) AND b.touched_at < \(cutoff)
+                            SELECT 1 FROM blobs b WHERE b.sha256 = \(hex) AND b.touched_at <= \(cutoff)
                                 AND NOT EXISTS (SELECT 1 FROM record_blobs rb WHERE rb.sha256 = b.sha256)
                             FOR UPDATE
                             """, as: Int32.self) != nil

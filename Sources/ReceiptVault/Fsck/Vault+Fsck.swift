@@ -69,7 +69,7 @@ extension Vault {
             do {
                 let opened = try Vault.open(at: path)
                 vault = opened
-                let damage = try opened.catalog.sqliteDamage()
+                let damage = try opened.catalog.sqliteDamage(quick: options.quick)
                 if !damage.isEmpty {
                     trouble = "the catalog \(catalogPath) fails SQLite's integrity check: "
                         + damage.prefix(3).joined(separator: "; ") + (damage.count > 3 ? " (and \(damage.count - 3) more)" : "")
@@ -93,7 +93,7 @@ extension Vault {
             defer { try? vault.close() }
             do {
                 try await vault.checkInvariants(options, sink: sink)
-                try vault.checkSearchIndex(sink: sink)
+                try vault.checkSearchIndex(quick: options.quick, sink: sink)
             } catch let error as CancellationError {
                 throw error
             } catch {

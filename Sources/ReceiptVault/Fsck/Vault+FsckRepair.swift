@@ -170,7 +170,7 @@ extension Vault {
     }
 
     static func insertRecoveredReceipt(_ w: CatalogWriter, _ id: BlobID, mediaType: String) throws -> String {
-        let receipt = UUID().uuidString.lowercased()
+        let receipt = ReceiptID.generateText()
         try w.insertRecoveredReceipt(id: receipt, zone: Zone.recovered,
                                      note: "recovered by `receipt fsck --repair`: blob \(id.hex) was in the vault without a catalog record")
         _ = try w.insertAttachment(receiptID: receipt, blob: id, filename: "recovered-\(id.hex.prefix(12))" + fileExtension(mediaType),

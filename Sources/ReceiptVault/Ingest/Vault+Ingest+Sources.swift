@@ -63,13 +63,9 @@ extension Vault {
 
     private func cachedBlob(_ input: InputFile, _ st: FileStatus) throws -> BlobID? {
         try catalog.read { db -> BlobID? in
-            guard let entry = try ImportCacheEntry.fetchOne(db, key: input.path),
-                  entry.device == Int64(bitPattern: st.device), entry.inode == Int64(bitPattern: st.inode),
-                  entry.size == st.size, entry.mtimeNs == st.mtimeNanoseconds,
-                  let blob = try BlobRecord.fetchOne(db, key: entry.sha256) else { return nil }
-            let id = entry.sha256
-            if blob.isInline || blobs.contains(id) { return id }
-            return nil
+            guard let cached = try Catalog.cachedImport(db, path: input.path, status: st),
+                  cached.inline || blobs.contains(cached.id) else { return nil }
+            return cached.id
         }
     }
 

@@ -331,7 +331,7 @@ extension Vault {
         }
         // The blob file was installed before this transaction, or the catalog holds the blob already.
         guard let installed else {
-            if try BlobRecord.exists(w.db, key: blob.id.hex) { return true }
+            if try Catalog.hasBlob(w.db, blob.id) { return true }
             throw VaultError(.io, "blob \(blob.id) is not in the catalog nor staged; re-run the import")
         }
         let inserted = try w.insertBlob(NewBlob(external: blob.id, size: installed.size, storedSize: installed.storedSize,

@@ -118,13 +118,11 @@ extension Vault {
                         }
                     }
                     // One query for the batch's hashes, not one per row.
-                    let hashes = results.compactMap { result -> String? in
+                    let hashes = results.compactMap { result -> BlobID? in
                         guard case .success(let hashed) = result, !hashed.cached else { return nil }
-                        return hashed.id?.hex
+                        return hashed.id
                     }
-                    let stored = hashes.isEmpty ? [] : Set(try String.fetchAll(db, sql: """
-                        SELECT sha256 FROM blobs WHERE sha256 IN (\(databaseQuestionMarks(count: hashes.count)))
-                        """, arguments: StatementArguments(hashes)))
+                    let stored = try Catalog.heldBlobs(db, among: hashes)
                     for (job, result) in zip(jobs, results) {
                         switch result {
                         case .failure(let error as VaultError):
@@ -140,7 +138,7 @@ extension Vault {
                                 continue
                             }
                             guard let receipt = job.receipt else { continue }
-                            let known = hashed.cached || stored.contains(id.hex)
+                            let known = hashed.cached || stored.contains(id)
                             let digest = Digest(id)
                             let large = hashed.status.size >= Self.statCacheMinimum
                             plan.files.append(ManifestFile(line: job.line, given: job.given, folder: job.folder,
@@ -254,7 +252,7 @@ extension Vault {
                             var receipt = ManifestReceipt(uuid: givenUUID ?? ReceiptID.generate(), given: givenID != nil,
                                                           firstLine: row.line, zone: zone ?? Zone.personal,
                                                           zoneExplicit: zone != nil, metadata: metadata, exists: false)
-                            if let givenID, let storedZone = try Catalog.text(db, "SELECT zone FROM receipts WHERE id = ?", givenID) {
+                            if let givenID, let storedZone = try Catalog.zone(db, ofReceipt: givenID) {
                                 receipt.exists = true
                                 if receipt.zoneExplicit && storedZone != receipt.zone {
                                     bad("receipt \(givenID) is in zone '\(storedZone)' of this vault, not in '\(receipt.zone)'")
@@ -271,7 +269,7 @@ extension Vault {
                     if let index, rowProblems.isEmpty {
                         let zoneName = plan.receipts.zone(index)
                         if zoneState[zoneName] == nil {
-                            if let stored = try Zone.fetchOne(db, key: zoneName) {
+                            if let stored = try Catalog.zone(db, zoneName) {
                                 zoneState[zoneName] = stored.role.canWrite
                                 if !stored.role.canWrite {
                                     bad("zone '\(zoneName)' is shared with this account read-only: its receipts cannot be changed")
@@ -382,13 +380,9 @@ extension Vault {
     /// The stat cache: the content of a file seen before with the same device, inode, size and mtime,
     /// when the vault still holds it.
     private func cachedContent(_ db: Database, _ path: String, _ st: FileStatus) throws -> BlobID? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-                SELECT c.sha256, b.inline IS NOT NULL FROM importCache c JOIN blobs b ON b.sha256 = c.sha256
-                WHERE c.path = ? AND c.device = ? AND c.inode = ? AND c.size = ? AND c.mtimeNs = ?
-                """), arguments: [path, Int64(bitPattern: st.device), Int64(bitPattern: st.inode), st.size,
-                                  st.mtimeNanoseconds]),
-              let id = BlobID(hex: row[0]), (row[1] as Bool) || blobs.contains(id) else { return nil }
-        return id
+        guard let cached = try Catalog.cachedImport(db, path: path, status: st),
+              cached.inline || blobs.contains(cached.id) else { return nil }
+        return cached.id
     }
 
     // MARK: - Helpers

@@ -94,9 +94,9 @@ final class ManifestRowWriter: @unchecked Sendable {
             // A page cache that holds the pages of the randomly keyed indexes (ids, hashes) a batch
             // touches, so each is written once per transaction, not spilled and written again: see
             // "Manifest import" in docs/DESIGN.md.
-            try db.execute(sql: "PRAGMA cache_size = -\(Vault.manifestCacheKiB)")
-            for name in plan.newZones where try !Zone.exists(db, key: name) {
-                try Zone(name: name, createdAt: w.now).insert(db)
+            try w.setCacheSize(kibibytes: Vault.manifestCacheKiB)
+            for name in plan.newZones where try Catalog.zone(db, name) == nil {
+                try w.insertZone(Zone(name: name, createdAt: w.now))
             }
             // Receipts with no file are written with the first batch.
             for index in plan.receipts.indices where !hasFile[index] {
@@ -117,7 +117,7 @@ final class ManifestRowWriter: @unchecked Sendable {
             }
             bringer[batch[offset].id] = offset
         }
-        // The rows. What one row's outcome may take from another's is `receiptHolding`, asked by rows
+        // The rows. What one row's outcome may take from another's is `Catalog.receipt(_:holding:named:inZone:)`, asked by rows
         // of receipts without an id, which finds attachments of that row's own blob. So unless such a
         // row shares its blob with another row of the batch, the rows are written in receipt-id order
         // (the rows of one receipt keep theirs): the indexes keyed by receipt id (receipts,
@@ -125,7 +125,7 @@ final class ManifestRowWriter: @unchecked Sendable {
         // order. The report keeps manifest order either way.
         var rowOrder = Array(batch.indices)
         var blobRows: [Digest: Int] = [:]
-        // Only rows without id ask `receiptHolding`: a batch of rows with ids need not count.
+        // Only rows without id ask it: a batch of rows with ids need not count.
         if batch.contains(where: { !plan.receipts.given($0.receipt) }) {
             for f in batch { blobRows[f.id, default: 0] += 1 }
         }
@@ -154,7 +154,7 @@ final class ManifestRowWriter: @unchecked Sendable {
             }
             // The receipt is decoded (metadata and all) only where its row is written.
             if !plan.receipts.given(f.receipt), !started[f.receipt], held,
-               let existing = try vault.receiptHolding(db, f.id.blobID, named: f.name, in: plan.receipts.zone(f.receipt)) {
+               let existing = try Catalog.receipt(db, holding: f.id.blobID, named: f.name, inZone: plan.receipts.zone(f.receipt)) {
                 // Without an id, a file already filed under this name in the zone is not added again.
                 out[offset] = ManifestRowReport(row: items[offset].0,
                                                 outcome: .imported(heldBy: existing, deduplicated: true, existing: true))
@@ -169,8 +169,7 @@ final class ManifestRowWriter: @unchecked Sendable {
             if nextPosition[f.receipt] >= 0 {
                 position = nextPosition[f.receipt]
             } else if plan.receipts.exists(f.receipt) {
-                position = (try Int.fetchOne(db.cachedStatement(sql: "SELECT max(position) FROM attachments WHERE receiptID = ?"),
-                                             arguments: [receiptID]) ?? -1) + 1
+                position = try Catalog.nextPosition(db, receiptID: receiptID)
             } else {
                 position = 0
             }
@@ -190,7 +189,7 @@ final class ManifestRowWriter: @unchecked Sendable {
         }
         for index in touched.subtracting(recorded).sorted() {
             let id = plan.receipts.id(index)
-            try db.execute(sql: "UPDATE receipts SET modifiedAt = ? WHERE id = ?", arguments: [w.now, id])
+            try w.touchReceipt(id)
             try w.recordChange(id, zone: plan.receipts.zone(index), .upsert)
         }
         return out.compactMap { $0 }
@@ -200,12 +199,12 @@ final class ManifestRowWriter: @unchecked Sendable {
     /// the row changed (and so wrote its outbox entry).
     @discardableResult
     private func writeReceipt(_ w: CatalogWriter, _ planned: ManifestReceipt, id: String) throws -> Bool {
-        if planned.exists, var stored = try Receipt.fetchOne(w.db, key: id) {
+        if planned.exists, var stored = try Catalog.receipt(w.db, id) {
             let before = stored
             planned.metadata.apply(to: &stored)
             guard stored != before else { return false }
             stored.modifiedAt = w.now
-            try stored.update(w.db)
+            try w.updateReceipt(stored)
             try w.recordChange(stored.id, zone: stored.zone, .upsert)
             return true
         }

@@ -1,0 +1,89 @@
+import GRDB
+
+/// The `receipts` table. A local change of a receipt writes its outbox entry in the same
+/// transaction (`recordChange`, I6); rows a sync applies from the server write none.
+extension Catalog {
+    public static func receipt(_ db: Database, _ id: String) throws -> Receipt? {
+        try Receipt.fetchOne(db, key: id)
+    }
+
+    /// The zone of a receipt, through SQLite's C API (a large manifest asks once a row).
+    public static func zone(_ db: Database, ofReceipt id: String) throws -> String? {
+        try RowStatements.text(db, "SELECT zone FROM receipts WHERE id = ?", id)
+    }
+
+    /// The receipts with these ids that exist, in no particular order.
+    public static func receipts(_ db: Database, ids: [String]) throws -> [Receipt] {
+        try Receipt.fetchAll(db, keys: ids)
+    }
+
+    /// The receipts of `scope`, oldest date first (undated last), then by id.
+    public static func receipts(_ db: Database, in scope: ReceiptScope) throws -> [Receipt] {
+        let (filter, args) = scope.sql()
+        return try Receipt.fetchAll(db, sql: "SELECT * FROM receipts r WHERE \(filter) ORDER BY r.date IS NULL, r.date, r.id",
+                                    arguments: args)
+    }
+
+    /// Up to two ids starting with `prefix` (a unique prefix names one receipt).
+    public static func receiptIDs(_ db: Database, prefixed prefix: String) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT id FROM receipts WHERE id >= ? AND id < ? LIMIT 2",
+                            arguments: [prefix, prefix + "\u{FFFF}"])
+    }
+
+    /// Calls `body` with the group key, currency and total of each receipt of `scope`, one row at a
+    /// time (memory grows with the caller's groups only).
+    public static func forEachTotal(_ db: Database, by key: ReportKey, in scope: ReceiptScope,
+                                    _ body: (_ key: String?, _ currency: String?, _ total: String?) throws -> Void) throws {
+        let (filter, args) = scope.sql()
+        let rows = try Row.fetchCursor(db, sql: "SELECT \(key.sql), r.currency, r.total FROM receipts r WHERE \(filter)",
+                                       arguments: args)
+        while let row = try rows.next() { try body(row[0], row[1], row[2]) }
+    }
+}
+
+/// What a report can group receipts by, as a column of the receipts table.
+public enum ReportKey: Sendable {
+    case category, merchant, month, year, status
+
+    /// The key's expression, on receipts aliased `r`.
+    var sql: String {
+        switch self {
+        case .category: return "r.category"
+        case .merchant: return "r.merchant"
+        case .month: return "substr(r.date, 1, 7)"
+        case .year: return "substr(r.date, 1, 4)"
+        case .status: return "r.status"
+        }
+    }
+}
+
+extension CatalogWriter {
+    /// Inserts a new receipt (the manifest import's rows go through `insertReceipt(_:tagsJSON:)`).
+    public func insertReceipt(_ receipt: Receipt) throws {
+        try receipt.insert(db)
+    }
+
+    public func updateReceipt(_ receipt: Receipt) throws {
+        try receipt.update(db)
+    }
+
+    /// Inserts the receipt or replaces its row (a version pulled from the server).
+    public func saveReceipt(_ receipt: Receipt) throws {
+        try receipt.save(db)
+    }
+
+    /// Deletes the receipt (its attachments by cascade); its blobs stay until gc.
+    public func deleteReceipt(_ id: String) throws {
+        try db.execute(sql: "DELETE FROM receipts WHERE id = ?", arguments: [id])
+    }
+
+    /// Sets the receipt's modification time to this transaction's.
+    public func touchReceipt(_ id: String) throws {
+        try db.execute(sql: "UPDATE receipts SET modifiedAt = ? WHERE id = ?", arguments: [now, id])
+    }
+
+    /// Sets the page cache of this connection (KiB): a large import's batches write each index page once.
+    public func setCacheSize(kibibytes: Int) throws {
+        try db.execute(sql: "PRAGMA cache_size = -\(kibibytes)")
+    }
+}

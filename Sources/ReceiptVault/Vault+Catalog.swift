@@ -1,0 +1,22 @@
+import GRDB
+import ReceiptCatalog
+
+/// The way other modules (sync, watch) reach the vault's rows: one transaction at a time, through
+/// the named verbs of `Catalog` and `CatalogWriter`, never through SQL of their own.
+extension Vault {
+    /// One read transaction (a consistent snapshot), for `Catalog`'s read verbs.
+    public func catalogRead<T>(_ body: (Database) throws -> T) throws -> T {
+        try catalog.read(body)
+    }
+
+    /// One write transaction: everything `body` does through the writer's verbs commits together.
+    @discardableResult
+    public func catalogTransaction<T>(_ body: (CatalogWriter) throws -> T) throws -> T {
+        try catalog.transaction(body)
+    }
+
+    /// The receipt of `zone` that already holds these bytes (under any file name), if any.
+    public func receipt(holdingContent sha256: String, inZone zone: String) throws -> String? {
+        try catalog.receipt(holdingContent: sha256, inZone: zone)
+    }
+}

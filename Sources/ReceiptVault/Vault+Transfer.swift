@@ -1,0 +1,45 @@
+import BlobStore
+
+/// What the sync engine needs of the blob tree, so `Vault.blobs` stays the vault's own: downloads
+/// stage into the vault (`BlobStaging`) and enter it through the ingest path; uploads read blob
+/// files by path.
+extension Vault: BlobStaging {
+    public func incoming() throws -> IncomingBlob {
+        try blobs.incoming()
+    }
+
+    public func discard(_ staged: StagedBlob) {
+        blobs.discard(staged)
+    }
+
+    /// Staged original bytes, encoded as this vault stores blobs (its compression setting).
+    public func encodedForStorage(_ staged: StagedBlob) throws -> StagedBlob {
+        try blobs.encoded(staged, compression: settings.compression)
+    }
+
+    /// Bytes in memory as a staging file, uncompressed.
+    public func stage(bytes: [UInt8]) throws -> StagedBlob {
+        try blobs.stage(bytes: bytes, compression: .none)
+    }
+
+    /// A blob file a killed sync installed but did not get to reference: true when it verifies and
+    /// is big enough to stay a file, so the ingest path may adopt it.
+    public func isAdoptableBlobFile(_ id: BlobID) -> Bool {
+        guard (try? blobs.storedSize(of: id)) != nil, let encoding = try? blobs.detectEncoding(id),
+              let size = try? blobs.verify(id, encoding: encoding) else { return false }
+        return size >= settings.inlineThreshold
+    }
+
+    /// The path of a blob's file in the tree (uploads read identity-encoded files from it).
+    public func blobFilePath(_ id: BlobID) -> String {
+        blobs.path(for: id)
+    }
+
+    /// The folder of staging files.
+    public var interimPath: String { blobs.interimPath }
+
+    /// The staging files in `interim/`, with whether a running process holds each.
+    public func interimFiles() throws -> [InterimFile] {
+        try blobs.interimFiles()
+    }
+}
