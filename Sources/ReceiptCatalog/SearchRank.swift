@@ -37,6 +37,8 @@ enum SearchRank {
         var avgdl = 0.0
         var weights: [Double] = []
         var limit = 0
+        /// Each phrase's weighted hits in the current row.
+        var freq: [Double] = []
         /// The K best scores so far, as a min-heap (the root is the K-th best).
         var best: [Double] = []
         var lastRowid: Int64?
@@ -94,20 +96,24 @@ enum SearchRank {
         }
         // Each phrase's hits, weighted by column, in the order bm25() adds them (column, then offset),
         // so the sums are the same doubles.
-        var freq = [Double](repeating: 0, count: state.idf.count)
-        for phrase in freq.indices {
+        // The state's buffer, not a new array: this runs for every matching row.
+        let phrases = state.idf.count
+        if state.freq.count != phrases { state.freq = [Double](repeating: 0, count: phrases) }
+        for phrase in 0..<phrases {
+            state.freq[phrase] = 0
             var iter = Fts5PhraseIter()
             var column: Int32 = 0, offset: Int32 = 0
             let rc = xPhraseFirst(fts, Int32(phrase), &iter, &column, &offset)
             if rc != SQLITE_OK { return rc }
             while column >= 0 {
-                freq[phrase] += Int(column) < state.weights.count ? state.weights[Int(column)] : 1.0
+                state.freq[phrase] += Int(column) < state.weights.count ? state.weights[Int(column)] : 1.0
                 xPhraseNext(fts, &iter, &column, &offset)
             }
         }
         var bound = 0.0
-        for i in freq.indices {
-            bound += state.idf[i] * ((freq[i] * (k1 + 1.0)) / (freq[i] + k1 * (1 - b)))
+        for i in 0..<phrases {
+            let f = state.freq[i]
+            bound += state.idf[i] * ((f * (k1 + 1.0)) / (f + k1 * (1 - b)))
         }
         state.lastRowid = rowid
         if state.excludes(bound) {
@@ -120,8 +126,9 @@ enum SearchRank {
         if rc != SQLITE_OK { state.lastRowid = nil; return rc }
         let length = Double(tokens)
         var score = 0.0
-        for i in freq.indices {
-            score += state.idf[i] * ((freq[i] * (k1 + 1.0)) / (freq[i] + k1 * (1 - b + b * length / state.avgdl)))
+        for i in 0..<phrases {
+            let f = state.freq[i]
+            score += state.idf[i] * ((f * (k1 + 1.0)) / (f + k1 * (1 - b + b * length / state.avgdl)))
         }
         state.keep(score)
         state.lastScore = score
