@@ -95,25 +95,24 @@ enum SearchRank {
             return SQLITE_OK
         }
         // Each phrase's hits, weighted by column, in the order bm25() adds them (column, then offset),
-        // so the sums are the same doubles.
-        // The state's buffer, not a new array: this runs for every matching row.
-        let phrases = state.idf.count
+        // so the sums are the same doubles. Kept in the state's buffer, not a new array: this runs for
+        // every matching row.
+        let idf = state.idf, weights = state.weights
+        let phrases = idf.count
         if state.freq.count != phrases { state.freq = [Double](repeating: 0, count: phrases) }
+        var bound = 0.0
         for phrase in 0..<phrases {
-            state.freq[phrase] = 0
             var iter = Fts5PhraseIter()
             var column: Int32 = 0, offset: Int32 = 0
             let rc = xPhraseFirst(fts, Int32(phrase), &iter, &column, &offset)
             if rc != SQLITE_OK { return rc }
+            var f = 0.0
             while column >= 0 {
-                state.freq[phrase] += Int(column) < state.weights.count ? state.weights[Int(column)] : 1.0
+                f += Int(column) < weights.count ? weights[Int(column)] : 1.0
                 xPhraseNext(fts, &iter, &column, &offset)
             }
-        }
-        var bound = 0.0
-        for i in 0..<phrases {
-            let f = state.freq[i]
-            bound += state.idf[i] * ((f * (k1 + 1.0)) / (f + k1 * (1 - b)))
+            state.freq[phrase] = f
+            bound += idf[phrase] * ((f * (k1 + 1.0)) / (f + k1 * (1 - b)))
         }
         state.lastRowid = rowid
         if state.excludes(bound) {
@@ -126,9 +125,10 @@ enum SearchRank {
         if rc != SQLITE_OK { state.lastRowid = nil; return rc }
         let length = Double(tokens)
         var score = 0.0
+        let avgdl = state.avgdl
         for i in 0..<phrases {
             let f = state.freq[i]
-            score += state.idf[i] * ((f * (k1 + 1.0)) / (f + k1 * (1 - b + b * length / state.avgdl)))
+            score += idf[i] * ((f * (k1 + 1.0)) / (f + k1 * (1 - b + b * length / avgdl)))
         }
         state.keep(score)
         state.lastScore = score
