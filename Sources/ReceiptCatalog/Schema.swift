@@ -109,6 +109,11 @@ enum Schema {
                 """)
             try SearchIndex.create(db)
         }
+        m.registerMigration("v4-search-held") { db in
+            // A bulk writer indexes each receipt once, after its attachments, instead of once per row
+            // (`SearchIndex.heldTriggers`); every other writer keeps the row triggers of v3.
+            try SearchIndex.heldTriggers(db)
+        }
         return m
     }
 

@@ -304,13 +304,16 @@ extension Vault {
                 }
             }
             for ((index, _), message) in zip(failures, try settle(failures)) { batch.items[index].1 = .failed(message) }
-            return try rows(w, batch.items.map { item, state in
-                switch state {
-                case .done(let blob): (item, .ingested(blob))
-                case .failed(let message): (item, .failed(message))
-                default: (item, .none)
-                }
-            })
+            // The caller's rows index each receipt they touch once, at the end of the transaction.
+            return try w.holdingSearchIndex {
+                try rows(w, batch.items.map { item, state in
+                    switch state {
+                    case .done(let blob): (item, .ingested(blob))
+                    case .failed(let message): (item, .failed(message))
+                    default: (item, .none)
+                    }
+                })
+            }
         }
     }
 
