@@ -284,7 +284,7 @@ extension Vault {
         let order = Self.insertionOrder(batch.items.indices.filter {
             switch batch.items[$0].1 { case .prepared, .deferred: true; default: false }
         }, batch)
-        return try target.transaction { w in
+        return try target.rowsTransaction { w in
             var failures: [(index: Int, error: Error)] = []
             /// Reads (on every core, on a thread of its own) the deferred files among `order[from...]`'s next slice.
             func startReading(from: Int) -> (ArraySlice<Int>, Parallel.Background<[Result<PreparedBlob, Error>]>)? {

@@ -59,13 +59,15 @@ final class ManifestPlanFile {
         lock = nil
     }
 
-    /// Plan files whose import is gone (killed: nobody holds their lock).
+    /// Plan files whose import is gone (killed: nobody holds their lock). An empty one may be another
+    /// import's between its creation and its lock, and is left to gc and fsck.
     static func removeStale(in interim: String) {
         guard let names = try? FileSystem.contents(of: interim) else { return }
         for name in names where name.hasSuffix(suffix) {
             let path = interim + "/" + name
             guard let fd = try? FileDescriptor.open(path, O_RDONLY | O_CLOEXEC) else { continue }
             defer { fd.close() }
+            guard let status = try? fd.stat(), status.size > 0 else { continue }
             if (try? fd.tryLock()) == true { try? FileSystem.remove(path) }
         }
     }
