@@ -27,7 +27,7 @@ public struct BlobID: Hashable, Comparable, Sendable, CustomStringConvertible, C
     }
 
     /// The 32 bytes, in order (a tuple of four words is laid out contiguously).
-    private func withBytes<T>(_ body: (UnsafeRawBufferPointer) -> T) -> T {
+    public func withBytes<T>(_ body: (UnsafeRawBufferPointer) -> T) -> T {
         withUnsafeBytes(of: (w0.bigEndian, w1.bigEndian, w2.bigEndian, w3.bigEndian), body)
     }
 

@@ -116,12 +116,18 @@ public struct FileStatus: Sendable, Equatable {
     public let device: UInt64
     public let mtimeNanoseconds: Int64
 
+    /// A status kept elsewhere (a manifest import's plan file), for the stat cache.
+    public init(size: Int64, mode: mode_t, inode: UInt64, device: UInt64, mtimeNanoseconds: Int64) {
+        self.size = size
+        self.mode = mode
+        self.inode = inode
+        self.device = device
+        self.mtimeNanoseconds = mtimeNanoseconds
+    }
+
     init(_ st: Glibc.stat) {
-        size = Int64(st.st_size)
-        mode = st.st_mode
-        inode = UInt64(st.st_ino)
-        device = UInt64(st.st_dev)
-        mtimeNanoseconds = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+        self.init(size: Int64(st.st_size), mode: st.st_mode, inode: UInt64(st.st_ino), device: UInt64(st.st_dev),
+                  mtimeNanoseconds: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec))
     }
 
     public var isRegular: Bool { (mode & S_IFMT) == S_IFREG }

@@ -24,6 +24,28 @@ extension Catalog {
     public func transaction<T>(_ body: (CatalogWriter) throws -> T) throws -> T {
         try pool.write { db in try body(CatalogWriter(db)) }
     }
+
+    /// `transaction` for many one-row statements (the ingest path's batches), with SQLite's
+    /// statement journals in memory. Every statement on a table with triggers (the search index's)
+    /// keeps a journal of the pages it changes, to undo itself alone; past 64 KiB (four of the
+    /// catalog's 16 KiB pages) SQLite spilled it to a temporary file: about 15 `pwrite`s a manifest
+    /// row. A one-row statement's journal is a few pages, so memory stays flat. Set for the
+    /// transaction only: a statement that changes a whole vault (a zone renamed) keeps its journal
+    /// on disk.
+    @discardableResult
+    public func rowsTransaction<T>(_ body: (CatalogWriter) throws -> T) throws -> T {
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA temp_store = MEMORY")
+            defer { try? db.execute(sql: "PRAGMA temp_store = DEFAULT") }
+            var result: T?
+            try db.inTransaction {
+                result = try body(CatalogWriter(db))
+                return .commit
+            }
+            guard let result else { throw DatabaseError(resultCode: .SQLITE_INTERNAL, message: "no result") }
+            return result
+        }
+    }
 }
 
 extension CatalogWriter {

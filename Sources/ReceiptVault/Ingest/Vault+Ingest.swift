@@ -127,24 +127,40 @@ extension Vault {
         rows: @escaping @Sendable (CatalogWriter, [(Item, IngestOutcome)]) throws -> Out,
         committed: (Out, _ itemsDone: Int) throws -> Void
     ) throws {
+        var iterator = items.makeIterator()
+        try ingest(next: { iterator.next() }, into: target, budget: budget, source: source, failed: failed, rows: rows,
+                   committed: committed)
+    }
+
+    /// `ingest` of items drawn one at a time from `next` (nil: no more), so that a caller with a
+    /// million (a manifest's plan) never holds more than the batches in flight.
+    func ingest<Item: Sendable, Out: Sendable>(
+        next: () throws -> Item?, into target: Catalog? = nil, budget: BatchBudget = BatchBudget(),
+        source: (Item) -> IngestSource?,
+        failed: (Item, Error) throws -> String = { _, error in throw error },
+        rows: @escaping @Sendable (CatalogWriter, [(Item, IngestOutcome)]) throws -> Out,
+        committed: (Out, _ itemsDone: Int) throws -> Void
+    ) throws {
         let target = target ?? catalog
         var inFlight: (batch: [(Item, Int)], flight: BatchInFlight<Out>)?
-        var start = items.startIndex
+        var start = 0  // items in the batches launched so far
+        var ahead = try next()
         do {
             repeat {
                 // The batch before has read its sources: what failed there decides this batch's sources.
                 if let (batch, flight) = inFlight { try flight.settle(batch, failed) }
-                var end = start
                 var limits = budget
+                var batch: [Item] = []
                 var sources: [IngestSource?] = []
-                while end < items.endIndex && !limits.isFull {
-                    let source = source(items[end])
+                while let item = ahead, !limits.isFull {
+                    let source = source(item)
                     let (size, inline) = source.map(cost) ?? (0, true)
                     limits.add(size: size, inline: inline)
+                    batch.append(item)
                     sources.append(source)
-                    end += 1
+                    ahead = try next()
                 }
-                let batch = Array(items[start..<end])
+                let end = start + batch.count
                 let prepared = try prepareBatch(batch, sources, failed: failed)
                 if let (_, flight) = inFlight {
                     inFlight = nil
@@ -159,11 +175,11 @@ extension Vault {
                 }
                 inFlight = (Array(zip(batch, batch.indices)), flight)
                 start = end
-            } while start < items.endIndex
+            } while ahead != nil
             if let (batch, flight) = inFlight {
                 try flight.settle(batch, failed)
                 inFlight = nil
-                try committed(try flight.result.wait().get(), items.count)
+                try committed(try flight.result.wait().get(), start)
             }
         } catch {
             // The batch in flight rolls back unless its reads were settled already; then it commits,
@@ -268,7 +284,7 @@ extension Vault {
         let order = Self.insertionOrder(batch.items.indices.filter {
             switch batch.items[$0].1 { case .prepared, .deferred: true; default: false }
         }, batch)
-        return try target.transaction { w in
+        return try target.rowsTransaction { w in
             var failures: [(index: Int, error: Error)] = []
             /// Reads (on every core, on a thread of its own) the deferred files among `order[from...]`'s next slice.
             func startReading(from: Int) -> (ArraySlice<Int>, Parallel.Background<[Result<PreparedBlob, Error>]>)? {
@@ -304,13 +320,16 @@ extension Vault {
                 }
             }
             for ((index, _), message) in zip(failures, try settle(failures)) { batch.items[index].1 = .failed(message) }
-            return try rows(w, batch.items.map { item, state in
-                switch state {
-                case .done(let blob): (item, .ingested(blob))
-                case .failed(let message): (item, .failed(message))
-                default: (item, .none)
-                }
-            })
+            // The caller's rows index each receipt they touch once, at the end of the transaction.
+            return try w.holdingSearchIndex {
+                try rows(w, batch.items.map { item, state in
+                    switch state {
+                    case .done(let blob): (item, .ingested(blob))
+                    case .failed(let message): (item, .failed(message))
+                    default: (item, .none)
+                    }
+                })
+            }
         }
     }
 

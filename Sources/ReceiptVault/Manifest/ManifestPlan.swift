@@ -37,155 +37,179 @@ struct ManifestFile: Sendable {
     var name: String { filename ?? Vault.lastComponent(given) }
 }
 
-/// The checked rows of a manifest, held compactly between the passes: a fixed-size record a row, the
-/// paths in one byte buffer, folders and media types once each. A 100,000-row manifest takes about
-/// 15 MB here where an array of `ManifestFile` took about 40.
-struct ManifestFiles: RandomAccessCollection {
-    private struct Row {
-        let line: Int
-        let receipt: Int
-        let id: Digest
-        let size: Int64
-        let givenEnd: Int
-        let folder: Int
-        let mediaType: Int
-        /// The rare parts (a symbolic link, a `filename`, the status of a large file).
-        let extra: Extra?
-        let known: Bool
-        let cached: Bool
-        let firstNew: Bool
+/// A row of pass 2, read back from the plan in manifest order: a row with a file, or (first) a receipt
+/// the manifest gives no file. Carries what the batch's transaction and the report need, so that
+/// neither asks the plan again.
+struct PlannedRow: Sendable {
+    /// nil: a receipt without file.
+    let file: ManifestFile?
+    /// The receipt's index in the plan.
+    let receipt: Int
+    /// Its metadata only when `first` (the receipt's first row, where it is written, or remembered
+    /// until a later row writes it): decoding it for every row would cost more than it serves.
+    let planned: ManifestReceipt
+    /// The receipt's first and last rows with a file (both for a receipt without file).
+    let first, last: Bool
+}
+
+/// The checked plan of a manifest, between the passes: in a SQLite file of its own
+/// (`ManifestPlanFile`), so a million rows take its page cache rather than 400 MB. Pass 1 appends
+/// receipts and files and asks two indexes — the receipts by given id (rows sharing an id form one
+/// receipt) and the contents seen (the first row of each new content brings its bytes) — and pass 2
+/// reads the rows back in manifest order (`next`).
+final class ManifestPlan {
+    let file: ManifestPlanFile
+    private(set) var receiptCount = 0
+    private(set) var fileCount = 0
+    var newZones: [String] = []
+    var bytes: Int64 = 0
+
+    private let insertReceipt, updateReceipt, selectReceipt, insertID, selectID, insertFile, noteFile, insertContent: PlanStatement
+    private var reading: (statement: PlanStatement, files: Bool)?
+    private var finished = false
+
+    init(interim: String) throws {
+        file = try ManifestPlanFile(interim: interim)
+        try file.execute("""
+            CREATE TABLE receipts (n INTEGER PRIMARY KEY, uuid BLOB NOT NULL, given INTEGER NOT NULL,
+                firstLine INTEGER NOT NULL, zone TEXT NOT NULL, zoneExplicit INTEGER NOT NULL, present INTEGER NOT NULL,
+                metadata BLOB NOT NULL, firstFile INTEGER, lastFile INTEGER);
+            CREATE TABLE ids (uuid BLOB PRIMARY KEY, receipt INTEGER NOT NULL) WITHOUT ROWID;
+            CREATE TABLE files (n INTEGER PRIMARY KEY, line INTEGER NOT NULL, given TEXT NOT NULL, folder TEXT NOT NULL,
+                link TEXT, filename TEXT, receipt INTEGER NOT NULL, digest BLOB NOT NULL, size INTEGER NOT NULL,
+                mediaType TEXT NOT NULL, mode INTEGER, inode INTEGER, device INTEGER, mtime INTEGER,
+                known INTEGER NOT NULL, cached INTEGER NOT NULL, firstNew INTEGER NOT NULL);
+            CREATE TABLE contents (digest BLOB PRIMARY KEY) WITHOUT ROWID;
+            BEGIN;
+            """)
+        insertReceipt = try file.prepare("""
+            INSERT INTO receipts(n, uuid, given, firstLine, zone, zoneExplicit, present, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        updateReceipt = try file.prepare("UPDATE receipts SET zone = ?, zoneExplicit = ?, metadata = ? WHERE n = ?")
+        selectReceipt = try file.prepare(
+            "SELECT uuid, given, firstLine, zone, zoneExplicit, present, metadata FROM receipts WHERE n = ?")
+        insertID = try file.prepare("INSERT INTO ids(uuid, receipt) VALUES (?, ?)")
+        selectID = try file.prepare("SELECT receipt FROM ids WHERE uuid = ?")
+        insertFile = try file.prepare("""
+            INSERT INTO files(n, line, given, folder, link, filename, receipt, digest, size, mediaType, mode, inode, device,
+                              mtime, known, cached, firstNew) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        noteFile = try file.prepare("UPDATE receipts SET firstFile = coalesce(firstFile, ?1), lastFile = ?1 WHERE n = ?2")
+        insertContent = try file.prepare("INSERT OR IGNORE INTO contents(digest) VALUES (?)")
     }
 
-    private final class Extra: Sendable {
-        let link: String?
-        let filename: String?
-        let status: FileStatus?
+    func close() { file.close() }
 
-        init(link: String?, filename: String?, status: FileStatus?) {
-            self.link = link
-            self.filename = filename
-            self.status = status
+    // MARK: Pass 1
+
+    /// Adds a receipt; returns its index.
+    func append(_ r: ManifestReceipt) throws -> Int {
+        let n = receiptCount
+        try insertReceipt.run([n, r.uuid, r.given, r.firstLine, r.zone, r.zoneExplicit, r.exists, Self.encode(r.metadata)])
+        if r.given { try insertID.run([r.uuid, n]) }
+        receiptCount += 1
+        return n
+    }
+
+    /// The receipt a given id names, when an earlier row gave it.
+    func receipt(given uuid: UUID) throws -> Int? {
+        selectID.bind([uuid])
+        defer { selectID.reset() }
+        return try selectID.step() ? selectID.int(0) : nil
+    }
+
+    func receipt(_ n: Int) throws -> ManifestReceipt {
+        selectReceipt.bind([n])
+        defer { selectReceipt.reset() }
+        guard try selectReceipt.step() else { throw VaultError(.io, "the manifest import's plan lost receipt \(n)") }
+        return Self.receipt(selectReceipt, from: 0, metadata: true)
+    }
+
+    /// Stores a receipt a later row of the same id changed (zone and metadata).
+    func update(_ n: Int, _ r: ManifestReceipt) throws {
+        try updateReceipt.run([r.zone, r.zoneExplicit, Self.encode(r.metadata), n])
+    }
+
+    func append(_ f: ManifestFile) throws {
+        let n = fileCount
+        let st = f.status
+        try insertFile.run([n, f.line, f.given, f.folder, f.link, f.filename, f.receipt, f.id, f.size, f.mediaType,
+                            st.map { Int64($0.mode) }, st.map { Int64(bitPattern: $0.inode) },
+                            st.map { Int64(bitPattern: $0.device) }, st?.mtimeNanoseconds, f.known, f.cached, f.firstNew])
+        try noteFile.run([n, f.receipt])
+        fileCount += 1
+    }
+
+    /// True the first time a content is named (by a row whose content the vault lacks).
+    func firstSeen(_ id: Digest) throws -> Bool {
+        try insertContent.run([id])
+        return file.changes == 1
+    }
+
+    // MARK: Pass 2
+
+    /// The next row in manifest order: the receipts without file first, then every row with one.
+    func next() throws -> PlannedRow? {
+        if finished { return nil }
+        if reading == nil {
+            reading = (try file.prepare("""
+                SELECT n, uuid, given, firstLine, zone, zoneExplicit, present, metadata FROM receipts
+                WHERE firstFile IS NULL ORDER BY n
+                """), false)
         }
-    }
-
-    private var rows: [Row] = []
-    private var paths: [UInt8] = []
-    private var folders = Interned()
-    private var mediaTypes = Interned()
-
-    var startIndex: Int { rows.startIndex }
-    var endIndex: Int { rows.endIndex }
-
-    mutating func append(_ f: ManifestFile) {
-        paths.append(contentsOf: f.given.utf8)
-        let extra = f.link != nil || f.filename != nil || f.status != nil
-            ? Extra(link: f.link, filename: f.filename, status: f.status) : nil
-        rows.append(Row(line: f.line, receipt: f.receipt, id: f.id, size: f.size, givenEnd: paths.count,
-                        folder: folders.index(f.folder), mediaType: mediaTypes.index(f.mediaType), extra: extra,
-                        known: f.known, cached: f.cached, firstNew: f.firstNew))
-    }
-
-    /// Fields of one row without decoding the rest (its strings).
-    func size(_ position: Int) -> Int64 { rows[position].size }
-    func known(_ position: Int) -> Bool { rows[position].known }
-    func receipt(_ position: Int) -> Int { rows[position].receipt }
-    func id(_ position: Int) -> Digest { rows[position].id }
-    func firstNew(_ position: Int) -> Bool { rows[position].firstNew }
-
-    subscript(position: Int) -> ManifestFile {
-        let row = rows[position]
-        let start = position == rows.startIndex ? 0 : rows[position - 1].givenEnd
-        return ManifestFile(line: row.line, given: String(decoding: paths[start..<row.givenEnd], as: UTF8.self),
-                            folder: folders.values[row.folder], link: row.extra?.link, filename: row.extra?.filename,
-                            receipt: row.receipt, id: row.id, size: row.size, mediaType: mediaTypes.values[row.mediaType],
-                            status: row.extra?.status, known: row.known, cached: row.cached, firstNew: row.firstNew)
-    }
-}
-
-/// Strings that repeat across rows (folders, media types, zones), stored once.
-private struct Interned {
-    var values: [String] = []
-    var indexes: [String: Int] = [:]
-
-    mutating func index(_ value: String) -> Int {
-        if let known = indexes[value] { return known }
-        values.append(value)
-        indexes[value] = values.count - 1
-        return values.count - 1
-    }
-}
-
-/// The receipts a manifest describes, held compactly like `ManifestFiles`: a fixed-size record each,
-/// the metadata's text in one byte buffer (a receipt changed by a later row of the same id is written
-/// again at the end; the old bytes stay unused), zones once each.
-struct ManifestReceipts: RandomAccessCollection {
-    private struct Row {
-        let uuid: UUID
-        let firstLine: Int
-        let zone: Int
-        let metadataStart: Int
-        let given: Bool
-        let zoneExplicit: Bool
-        let exists: Bool
-    }
-
-    private var rows: [Row] = []
-    private var text: [UInt8] = []
-    private var zones = Interned()
-
-    var startIndex: Int { rows.startIndex }
-    var endIndex: Int { rows.endIndex }
-
-    mutating func append(_ receipt: ManifestReceipt) { rows.append(encode(receipt)) }
-
-    subscript(position: Int) -> ManifestReceipt {
-        get {
-            let row = rows[position]
-            var metadata = ManifestMetadata()
-            var at = row.metadataStart
-            for column in ManifestMetadata.columns {
-                // Per column: absent (0), or present (1) with its length (LEB128) and UTF-8 bytes.
-                let present = text[at] == 1
-                at += 1
-                guard present else { continue }
-                var count = 0
-                var shift = 0
-                while true {
-                    let byte = text[at]
-                    at += 1
-                    count |= Int(byte & 0x7F) << shift
-                    shift += 7
-                    if byte < 0x80 { break }
-                }
-                metadata.values[column] = String(decoding: text[at..<at + count], as: UTF8.self)
-                at += count
+        guard let (statement, files) = reading else { return nil }
+        if try statement.step() {
+            guard files else {
+                return PlannedRow(file: nil, receipt: statement.int(0), planned: Self.receipt(statement, from: 1, metadata: true),
+                                  first: true, last: true)
             }
-            return ManifestReceipt(uuid: row.uuid, given: row.given, firstLine: row.firstLine, zone: zones.values[row.zone],
-                                   zoneExplicit: row.zoneExplicit, metadata: metadata, exists: row.exists)
+            let s = statement
+            let first = s.bool(17)
+            let status = s.isNull(10) ? nil
+                : FileStatus(size: s.int64(8), mode: mode_t(truncatingIfNeeded: s.int64(10)),
+                             inode: UInt64(bitPattern: s.int64(11)), device: UInt64(bitPattern: s.int64(12)),
+                             mtimeNanoseconds: s.int64(13))
+            let f = ManifestFile(line: s.int(1), given: s.text(2) ?? "", folder: s.text(3) ?? "", link: s.text(4),
+                                 filename: s.text(5), receipt: s.int(6), id: s.blobID(7), size: s.int64(8),
+                                 mediaType: s.text(9) ?? "", status: status, known: s.bool(14), cached: s.bool(15),
+                                 firstNew: s.bool(16))
+            return PlannedRow(file: f, receipt: f.receipt, planned: Self.receipt(s, from: 19, metadata: first),
+                              first: first, last: s.bool(18))
         }
-        set { rows[position] = encode(newValue) }
+        guard !files else {
+            // Stepped again, a finished statement would start over.
+            reading = nil
+            finished = true
+            return nil
+        }
+        reading = (try file.prepare("""
+            SELECT f.n, f.line, f.given, f.folder, f.link, f.filename, f.receipt, f.digest, f.size, f.mediaType, f.mode,
+                   f.inode, f.device, f.mtime, f.known, f.cached, f.firstNew, r.firstFile = f.n, r.lastFile = f.n,
+                   r.uuid, r.given, r.firstLine, r.zone, r.zoneExplicit, r.present,
+                   CASE WHEN r.firstFile = f.n THEN r.metadata END
+            FROM files f JOIN receipts r ON r.n = f.receipt ORDER BY f.n
+            """), true)
+        return try next()
     }
 
-    /// The receipt's id was given in the manifest (without decoding the rest).
-    func given(_ position: Int) -> Bool { rows[position].given }
-    func exists(_ position: Int) -> Bool { rows[position].exists }
-    /// `ManifestReceipt.id`, without decoding the metadata.
-    func id(_ position: Int) -> String { ReceiptID.text(rows[position].uuid) }
-    func zone(_ position: Int) -> String { zones.values[rows[position].zone] }
-    func firstLine(_ position: Int) -> Int { rows[position].firstLine }
-    /// `ManifestReceipt.key`, without decoding the rest.
-    func key(_ position: Int) -> UUIDKey { UUIDKey(rows[position].uuid) }
+    // MARK: Receipts as rows
 
-    private mutating func encode(_ receipt: ManifestReceipt) -> Row {
-        let start = text.count
+    private static func receipt(_ s: PlanStatement, from c: Int32, metadata: Bool) -> ManifestReceipt {
+        ManifestReceipt(uuid: s.uuid(c), given: s.bool(c + 1), firstLine: s.int(c + 2), zone: s.text(c + 3) ?? "",
+                        zoneExplicit: s.bool(c + 4), metadata: metadata ? decode(s.bytes(c + 6)) : ManifestMetadata(),
+                        exists: s.bool(c + 5))
+    }
+
+    /// Per column: absent (0), or present (1) with its length in 7-bit groups, low first, the high bit
+    /// saying more follow (one byte for values under 128), and its UTF-8 bytes.
+    static func encode(_ metadata: ManifestMetadata) -> [UInt8] {
+        var text: [UInt8] = []
         for column in ManifestMetadata.columns {
-            guard let value = receipt.metadata.values[column] else {
+            guard let value = metadata.values[column] else {
                 text.append(0)
                 continue
             }
             text.append(1)
-            // The length in 7-bit groups, low first, the high bit saying more follow: one byte for
-            // values under 128 where a fixed 8 bytes took 6 MB of a 100,000-row plan.
             var count = value.utf8.count
             while count >= 0x80 {
                 text.append(UInt8(truncatingIfNeeded: count) | 0x80)
@@ -194,6 +218,31 @@ struct ManifestReceipts: RandomAccessCollection {
             text.append(UInt8(count))
             text.append(contentsOf: value.utf8)
         }
-        return Row(uuid: receipt.uuid, firstLine: receipt.firstLine, zone: zones.index(receipt.zone), metadataStart: start, given: receipt.given, zoneExplicit: receipt.zoneExplicit, exists: receipt.exists)
+        return text
+    }
+
+    /// `encode`'s inverse; bytes that end early leave the rest of the columns absent.
+    static func decode(_ text: [UInt8]) -> ManifestMetadata {
+        var metadata = ManifestMetadata()
+        var at = 0
+        for column in ManifestMetadata.columns {
+            guard at < text.count else { break }
+            let present = text[at] == 1
+            at += 1
+            guard present else { continue }
+            var count = 0
+            var shift = 0
+            while at < text.count {
+                let byte = text[at]
+                at += 1
+                count |= Int(byte & 0x7F) << shift
+                shift += 7
+                if byte < 0x80 { break }
+            }
+            guard at + count <= text.count else { break }
+            metadata.values[column] = String(decoding: text[at..<at + count], as: UTF8.self)
+            at += count
+        }
+        return metadata
     }
 }

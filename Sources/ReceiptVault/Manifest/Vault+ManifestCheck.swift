@@ -38,37 +38,30 @@ extension Vault {
         // between the passes could otherwise take one of them (an orphan) before its row commits.
         return try wrapped {
             try locked(.shared) {
-                let plan = try checkManifest(manifestPath, defaultZone: defaultZone, progress: progress)
+                // The checked rows wait in a file of their own, removed however this ends.
+                let plan = try ManifestPlan(interim: blobs.interimPath)
+                defer { plan.close() }
+                try checkManifest(manifestPath, into: plan, defaultZone: defaultZone, progress: progress)
                 return try writeManifest(plan, progress: progress, each: each)
             }
         }
     }
 
-    struct ManifestPlan {
-        var receipts = ManifestReceipts()
-        var files = ManifestFiles()
-        var newZones: [String] = []
-        var bytes: Int64 = 0
-    }
-
     // MARK: - Pass 1: check every row, hash every file, write nothing
 
-    private func checkManifest(_ manifestPath: String, defaultZone: String?,
-                               progress: ((ManifestProgress) -> Void)?) throws -> ManifestPlan {
+    private func checkManifest(_ manifestPath: String, into plan: ManifestPlan, defaultZone: String?,
+                               progress: ((ManifestProgress) -> Void)?) throws {
         let reader = try ManifestReader(path: manifestPath)
         let hasColumn = Set(reader.columns)
         let folder = FileSystem.parentPath(manifestPath)
         guard let realFolder = Self.realPath(folder) else {
             throw VaultError.bad("cannot read the folder of the manifest \(manifestPath)")
         }
-        var plan = ManifestPlan()
         var problems: [ManifestProblem] = []
-        var receiptIndex: [UUID: Int] = [:]
         var zoneState: [String: Bool] = [:]  // zone name → usable (existing writable, or to be created)
         var realFolders: [Substring: String?] = [:]  // a row's folder → where it really is
         var tally = ManifestProgress(phase: .checking, rowsDone: 0, rowsTotal: 0, bytesDone: 0, bytesTotal: 0)
         var jobs: [HashJob] = []
-        var newContent = Set<Digest>()  // blobs the catalog lacks, once the first row naming each is filed
 
         try wrapped {
             try catalog.read { db in
@@ -141,13 +134,14 @@ extension Vault {
                             let known = hashed.cached || stored.contains(id)
                             let digest = Digest(id)
                             let large = hashed.status.size >= Self.statCacheMinimum
-                            plan.files.append(ManifestFile(line: job.line, given: job.given, folder: job.folder,
+                            let firstNew = known ? false : try plan.firstSeen(digest)
+                            try plan.append(ManifestFile(line: job.line, given: job.given, folder: job.folder,
                                                            link: hashed.path == job.path ? nil : hashed.path,
                                                            filename: job.filename,
                                                            receipt: receipt, id: digest, size: hashed.status.size,
                                                            mediaType: hashed.mediaType, status: large ? hashed.status : nil,
                                                            known: known, cached: hashed.cached,
-                                                           firstNew: !known && newContent.insert(digest).inserted))
+                                                           firstNew: firstNew))
                             plan.bytes += hashed.status.size
                         }
                     }
@@ -227,9 +221,10 @@ extension Vault {
 
                     // The receipt it belongs to
                     var index: Int?
+                    var current: ManifestReceipt?
                     if rowProblems.isEmpty {
-                        if let givenID, let givenUUID, let existing = receiptIndex[givenUUID] {
-                            var receipt = plan.receipts[existing]
+                        if let givenID, let givenUUID, let existing = try plan.receipt(given: givenUUID) {
+                            var receipt = try plan.receipt(existing)
                             for (column, value) in metadata.values.present where !value.isEmpty {
                                 if let before = receipt.metadata.values[column], !before.isEmpty, before != value {
                                     bad("\(column.rawValue) '\(Self.printable(value))' differs from '\(Self.printable(before))' "
@@ -246,8 +241,9 @@ extension Vault {
                                     receipt.zoneExplicit = true
                                 }
                             }
-                            plan.receipts[existing] = receipt
+                            try plan.update(existing, receipt)
                             index = existing
+                            current = receipt
                         } else {
                             var receipt = ManifestReceipt(uuid: givenUUID ?? ReceiptID.generate(), given: givenID != nil,
                                                           firstLine: row.line, zone: zone ?? Zone.personal,
@@ -260,14 +256,13 @@ extension Vault {
                                 receipt.zone = storedZone
                             }
                             if rowProblems.isEmpty {
-                                plan.receipts.append(receipt)
-                                index = plan.receipts.count - 1
-                                if let givenUUID { receiptIndex[givenUUID] = index }
+                                index = try plan.append(receipt)
+                                current = receipt
                             }
                         }
                     }
-                    if let index, rowProblems.isEmpty {
-                        let zoneName = plan.receipts.zone(index)
+                    if let current, rowProblems.isEmpty {
+                        let zoneName = current.zone
                         if zoneState[zoneName] == nil {
                             if let stored = try Catalog.zone(db, zoneName) {
                                 zoneState[zoneName] = stored.role.canWrite
@@ -282,7 +277,7 @@ extension Vault {
                                 plan.newZones.append(zoneName)
                             }
                         } else if zoneState[zoneName] == false {
-                            bad("zone '\(zoneName)' cannot take receipts (see line \(plan.receipts.firstLine(index)))")
+                            bad("zone '\(zoneName)' cannot take receipts (see line \(current.firstLine))")
                         }
                     }
                     if let file {
@@ -302,7 +297,6 @@ extension Vault {
         }
         problems.sort { $0.line < $1.line }
         if !problems.isEmpty { throw ManifestError(file: manifestPath, problems: problems) }
-        return plan
     }
 
     /// The row's file inside the manifest's folder: relative, no `..`, and its folder (resolved once

@@ -11,42 +11,43 @@ extension Vault {
     func writeManifest(_ plan: ManifestPlan, progress: ((ManifestProgress) -> Void)?,
                        each: (ImportedFile) throws -> Void) throws -> ManifestSummary {
         var report = ManifestSummary()
-        var added = [Bool](repeating: false, count: plan.receipts.count)  // a file was added to it
-        var tally = ManifestProgress(phase: .importing, rowsDone: 0, rowsTotal: plan.files.count, bytesDone: 0,
+        // Receipts that gained a file, while rows of theirs are still to come (not one flag per receipt
+        // of the manifest: the report's memory does not grow with it either).
+        var counted = Set<Int>()
+        var tally = ManifestProgress(phase: .importing, rowsDone: 0, rowsTotal: plan.fileCount, bytesDone: 0,
                                      bytesTotal: plan.bytes)
         // Contents whose bringing row could not be read: the next batch's first row with it tries its own
         // file (the rows of the same batch fail with it). Settled before the next batch is planned.
         var retry = Set<Digest>()
-        let writer = ManifestRowWriter(plan: plan, vault: self)
-        try ingest(Array(plan.files.indices), source: { row in
-            guard !plan.files.known(row) else { return nil }
-            let id = plan.files.id(row)
-            guard plan.files.firstNew(row) || retry.remove(id) != nil else { return nil }
-            let f = plan.files[row]
+        let writer = ManifestRowWriter(newZones: plan.newZones)
+        try ingest(next: { try plan.next() }, source: { row in
+            guard let f = row.file, !f.known else { return nil }
+            guard f.firstNew || retry.remove(f.id) != nil else { return nil }
             return .file(InputFile(checked: f.path, size: f.size, id: f.id.blobID, mediaType: f.mediaType))
         }, failed: { row, error in
-            retry.insert(plan.files.id(row))
+            if let f = row.file { retry.insert(f.id) }
             return Self.message(error)
         }, rows: { w, batch in
             try writer.write(w, batch)
-        }, committed: { rows, done in
-            for row in rows {
-                let f = plan.files[row.row]
-                switch row.outcome {
-                case .failed(let message): report.failed.append(FailedFile(path: f.given, error: message))
+        }, committed: { rows, _ in
+            for (row, outcome) in rows {
+                let receipt = row.receipt
+                switch outcome {
+                case .failed(let message): report.failed.append(FailedFile(path: row.file.given, error: message))
                 case .imported(let heldBy, let deduplicated, let existing):
                     if !existing {
                         report.added += 1
-                        if !added[f.receipt] { added[f.receipt] = true; report.receiptsAdded += 1 }
+                        if counted.insert(receipt).inserted { report.receiptsAdded += 1 }
                     } else {
                         report.existing += 1
                     }
-                    try each(ImportedFile(id: heldBy ?? plan.receipts.id(f.receipt), path: f.given, sha256: f.id.hex,
-                                          size: f.size, deduplicated: deduplicated, existing: existing))
+                    try each(ImportedFile(id: heldBy ?? row.planned.id, path: row.file.given, sha256: row.file.id.hex,
+                                          size: row.file.size, deduplicated: deduplicated, existing: existing))
                 }
+                if row.last { counted.remove(receipt) }
+                tally.bytesDone += row.file.size
+                tally.rowsDone += 1
             }
-            tally.bytesDone += (tally.rowsDone..<done).reduce(0) { $0 + plan.files.size($1) }
-            tally.rowsDone = done
             progress?(tally)
         })
         return report
@@ -54,40 +55,39 @@ extension Vault {
 }
 
 /// What a row of pass 2 became (its report is made of it once its batch committed, one row at a time).
-struct ManifestRowReport: Sendable {
-    enum Outcome: Sendable {
-        /// Its file could not be read again, or changed since it was checked.
-        case failed(String)
-        /// `heldBy`: the receipt that already held the file under this name (a row without id).
-        case imported(heldBy: String?, deduplicated: Bool, existing: Bool)
-    }
-    /// The row's index in the plan.
-    let row: Int
-    let outcome: Outcome
+enum ManifestRowOutcome: Sendable {
+    /// Its file could not be read again, or changed since it was checked.
+    case failed(String)
+    /// `heldBy`: the receipt that already held the file under this name (a row without id).
+    case imported(heldBy: String?, deduplicated: Bool, existing: Bool)
+}
+
+/// A row with a file, as the report needs it.
+struct ManifestFileRow: Sendable {
+    let file: ManifestFile
+    let receipt: Int
+    let planned: ManifestReceipt
+    let last: Bool
 }
 
 /// The rows of each batch of pass 2, in the batch's transaction. Batches commit one at a time and
 /// in order (`Vault.ingest`), so the state carried from one to the next needs no lock.
 final class ManifestRowWriter: @unchecked Sendable {
-    let plan: Vault.ManifestPlan
-    let vault: Vault
-    /// Per receipt, by index (arrays, not sets: a manifest may describe 100,000 receipts).
-    private var hasFile: [Bool]
-    private var started: [Bool]  // its row was written
-    private var nextPosition: [Int]  // -1: not known yet
+    let newZones: [String]
+    /// A receipt from its first row to its last (rows of one id may be far apart in the manifest):
+    /// what to write (the first row carries its metadata), whether it was, and its next position.
+    private struct Open {
+        var receipt: ManifestReceipt
+        var started = false
+        var nextPosition = -1  // not known yet
+    }
+    private var open: [Int: Open] = [:]
     private var tagJSON: [[String]: String] = [:]
     private var first = true
 
-    init(plan: Vault.ManifestPlan, vault: Vault) {
-        self.plan = plan
-        self.vault = vault
-        hasFile = [Bool](repeating: false, count: plan.receipts.count)
-        for i in plan.files.indices { hasFile[plan.files.receipt(i)] = true }
-        started = [Bool](repeating: false, count: plan.receipts.count)
-        nextPosition = [Int](repeating: -1, count: plan.receipts.count)
-    }
+    init(newZones: [String]) { self.newZones = newZones }
 
-    func write(_ w: CatalogWriter, _ items: [(Int, IngestOutcome)]) throws -> [ManifestRowReport] {
+    func write(_ w: CatalogWriter, _ items: [(PlannedRow, IngestOutcome)]) throws -> [(ManifestFileRow, ManifestRowOutcome)] {
         let db = w.db
         if first {
             first = false
@@ -95,21 +95,28 @@ final class ManifestRowWriter: @unchecked Sendable {
             // touches, so each is written once per transaction, not spilled and written again: see
             // "Manifest import" in docs/DESIGN.md.
             try w.setCacheSize(kibibytes: Vault.manifestCacheKiB)
-            for name in plan.newZones where try Catalog.zone(db, name) == nil {
+            for name in newZones where try Catalog.zone(db, name) == nil {
                 try w.insertZone(Zone(name: name, createdAt: w.now))
             }
-            // Receipts with no file are written with the first batch.
-            for index in plan.receipts.indices where !hasFile[index] {
-                try writeReceipt(w, plan.receipts[index], id: plan.receipts.id(index))
-                started[index] = true
-            }
         }
-        let batch = items.map { plan.files[$0.0] }  // decoded once; offsets below are into it
+        // Receipts with no file come first in the plan, so with the first batch.
+        var rows: [ManifestFileRow] = []
+        var outcomes: [IngestOutcome] = []
+        for (row, outcome) in items {
+            guard let file = row.file else {
+                try writeReceipt(w, row.planned, id: row.planned.id)
+                continue
+            }
+            rows.append(ManifestFileRow(file: file, receipt: row.receipt, planned: row.planned, last: row.last))
+            outcomes.append(outcome)
+            if row.first && !row.last { open[row.receipt] = Open(receipt: row.planned) }
+        }
+        let batch = rows.map(\.file)  // offsets below are into it
         // The row that brought each content of this batch, and what became of its bytes.
         var bringer: [Digest: Int] = [:]
         var unreadable: [Digest: String] = [:]
         var deduplicated: [Digest: Bool] = [:]
-        for (offset, (_, outcome)) in items.enumerated() {
+        for (offset, outcome) in outcomes.enumerated() {
             switch outcome {
             case .none: continue
             case .ingested(let blob): deduplicated[batch[offset].id] = blob.deduplicated
@@ -126,73 +133,74 @@ final class ManifestRowWriter: @unchecked Sendable {
         var rowOrder = Array(batch.indices)
         var blobRows: [Digest: Int] = [:]
         // Only rows without id ask it: a batch of rows with ids need not count.
-        if batch.contains(where: { !plan.receipts.given($0.receipt) }) {
+        if rows.contains(where: { !$0.planned.given }) {
             for f in batch { blobRows[f.id, default: 0] += 1 }
         }
-        if !batch.contains(where: { !plan.receipts.given($0.receipt) && blobRows[$0.id, default: 0] > 1 }) {
+        if !rows.contains(where: { !$0.planned.given && blobRows[$0.file.id, default: 0] > 1 }) {
             // By the id's bytes: the order of its lowercase hex text.
-            let ids = rowOrder.map { plan.receipts.key(batch[$0].receipt) }
-            var positions = Array(rowOrder.indices)
-            positions.sort { ids[$0] != ids[$1] ? ids[$0] < ids[$1] : $0 < $1 }
-            rowOrder = positions.map { rowOrder[$0] }
+            let ids = rows.map { UUIDKey($0.planned.uuid) }
+            rowOrder.sort { ids[$0] != ids[$1] ? ids[$0] < ids[$1] : $0 < $1 }
         }
-        var out = [ManifestRowReport?](repeating: nil, count: batch.count)
+        var out = [ManifestRowOutcome?](repeating: nil, count: batch.count)
         var recorded = Set<Int>()  // receipts whose outbox entry this batch wrote
-        var touched = Set<Int>()   // receipts that gained an attachment
+        var touched: [Int: ManifestReceipt] = [:]  // receipts that gained an attachment
         for offset in rowOrder {
-            let f = batch[offset]
-            // Held by some receipt already: in the vault before, or written by an earlier row.
-            var held = true
-            var isDeduplicated = true
-            if let bringing = bringer[f.id] {
-                if let error = unreadable[f.id] {
-                    out[offset] = ManifestRowReport(row: items[offset].0, outcome: .failed(error))
-                    continue
-                }
-                held = offset != bringing
-                if !held { isDeduplicated = deduplicated[f.id] ?? true }
-            }
-            // The receipt is decoded (metadata and all) only where its row is written.
-            if !plan.receipts.given(f.receipt), !started[f.receipt], held,
-               let existing = try Catalog.receipt(db, holding: f.id.blobID, named: f.name, inZone: plan.receipts.zone(f.receipt)) {
-                // Without an id, a file already filed under this name in the zone is not added again.
-                out[offset] = ManifestRowReport(row: items[offset].0,
-                                                outcome: .imported(heldBy: existing, deduplicated: true, existing: true))
-                continue
-            }
-            let receiptID = plan.receipts.id(f.receipt)
-            if !started[f.receipt] {
-                if try writeReceipt(w, plan.receipts[f.receipt], id: receiptID) { recorded.insert(f.receipt) }
-                started[f.receipt] = true
-            }
-            var position: Int
-            if nextPosition[f.receipt] >= 0 {
-                position = nextPosition[f.receipt]
-            } else if plan.receipts.exists(f.receipt) {
-                position = try Catalog.nextPosition(db, receiptID: receiptID)
-            } else {
-                position = 0
-            }
-            let inserted = try w.insertAttachment(receiptID: receiptID, blob: f.id.blobID, filename: f.name,
-                                                  mediaType: f.mediaType, position: position)
-            if inserted {
-                position += 1
-                touched.insert(f.receipt)
-            }
-            nextPosition[f.receipt] = position
-            // The stat cache pays for files whose hashing costs more than a lookup.
-            if !f.cached, f.size >= Vault.statCacheMinimum, let status = f.status {
-                try w.rememberImport(path: f.path, status: status, blob: f.id.blobID)
-            }
-            out[offset] = ManifestRowReport(row: items[offset].0,
-                                            outcome: .imported(heldBy: nil, deduplicated: isDeduplicated, existing: !inserted))
+            let row = rows[offset]
+            var state = open[row.receipt] ?? Open(receipt: row.planned)
+            out[offset] = try write(w, row, &state, bringer: bringer, unreadable: unreadable, deduplicated: deduplicated,
+                                    offset: offset, recorded: &recorded, touched: &touched)
+            if !row.last { open[row.receipt] = state } else { open[row.receipt] = nil }
         }
-        for index in touched.subtracting(recorded).sorted() {
-            let id = plan.receipts.id(index)
-            try w.touchReceipt(id)
-            try w.recordChange(id, zone: plan.receipts.zone(index), .upsert)
+        for (index, receipt) in touched.sorted(by: { $0.key < $1.key }) where !recorded.contains(index) {
+            try w.touchReceipt(receipt.id)
+            try w.recordChange(receipt.id, zone: receipt.zone, .upsert)
         }
-        return out.compactMap { $0 }
+        return zip(rows, out).compactMap { row, outcome in outcome.map { (row, $0) } }
+    }
+
+    /// One row with a file, of the receipt whose state is `state`.
+    private func write(_ w: CatalogWriter, _ row: ManifestFileRow, _ state: inout Open, bringer: [Digest: Int],
+                       unreadable: [Digest: String], deduplicated: [Digest: Bool], offset: Int,
+                       recorded: inout Set<Int>, touched: inout [Int: ManifestReceipt]) throws -> ManifestRowOutcome {
+        let f = row.file
+        // Held by some receipt already: in the vault before, or written by an earlier row.
+        var held = true
+        var isDeduplicated = true
+        if let bringing = bringer[f.id] {
+            if let error = unreadable[f.id] { return .failed(error) }
+            held = offset != bringing
+            if !held { isDeduplicated = deduplicated[f.id] ?? true }
+        }
+        if !row.planned.given, !state.started, held,
+           let existing = try Catalog.receipt(w.db, holding: f.id.blobID, named: f.name, inZone: row.planned.zone) {
+            // Without an id, a file already filed under this name in the zone is not added again.
+            return .imported(heldBy: existing, deduplicated: true, existing: true)
+        }
+        let receiptID = row.planned.id
+        if !state.started {
+            if try writeReceipt(w, state.receipt, id: receiptID) { recorded.insert(row.receipt) }
+            state.started = true
+        }
+        var position: Int
+        if state.nextPosition >= 0 {
+            position = state.nextPosition
+        } else if row.planned.exists {
+            position = try Catalog.nextPosition(w.db, receiptID: receiptID)
+        } else {
+            position = 0
+        }
+        let inserted = try w.insertAttachment(receiptID: receiptID, blob: f.id.blobID, filename: f.name,
+                                              mediaType: f.mediaType, position: position)
+        if inserted {
+            position += 1
+            touched[row.receipt] = row.planned
+        }
+        state.nextPosition = position
+        // The stat cache pays for files whose hashing costs more than a lookup.
+        if !f.cached, f.size >= Vault.statCacheMinimum, let status = f.status {
+            try w.rememberImport(path: f.path, status: status, blob: f.id.blobID)
+        }
+        return .imported(heldBy: nil, deduplicated: isDeduplicated, existing: !inserted)
     }
 
     /// Inserts a new receipt or applies the manifest's metadata to the existing one. Returns whether

@@ -1,0 +1,170 @@
+import BlobStore
+import Foundation
+import GRDBSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A SQLite database of the manifest import's own, in `interim/<random>.plan.interim`: the checked
+/// plan, written in pass 1 and read back in pass 2, so that memory does not grow with the manifest
+/// (held in memory, the plan took 414 MB at a million rows). It is scratch: no journal, no fsync (a
+/// crash loses the import's progress, never the vault's), and never read by another process. The
+/// import holds an `flock` on it, as on a staging file, so gc and fsck see it owned; a killed import's
+/// plan is removed by the next manifest import (and, as any stale staging file, by gc and fsck).
+final class ManifestPlanFile {
+    static let suffix = ".plan.interim"
+
+    let path: String
+    private var lock: FileDescriptor?
+    private var db: OpaquePointer?
+    private var statements: [OpaquePointer] = []
+
+    init(interim: String) throws {
+        try FileSystem.makeDirectories(interim, mode: 0o700)
+        Self.removeStale(in: interim)
+        path = interim + "/" + SecureRandom.hex(16) + Self.suffix
+        let fd = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600)
+        lock = fd
+        do {
+            try fd.lock()
+            var handle: OpaquePointer?
+            let code = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
+            db = handle
+            guard code == SQLITE_OK else { throw failure(code, "open") }
+            // Each page of the plan's two randomly keyed indexes (receipt ids, contents) is read
+            // back from the page cache of the system when SQLite's is full: memory stays at this.
+            try execute("""
+                PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA locking_mode = EXCLUSIVE;
+                PRAGMA cache_size = -4096; PRAGMA temp_store = FILE;
+                """)
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    /// Closes and removes the file (after SQLite closed it: closing our descriptor first would drop
+    /// SQLite's own locks on it).
+    func close() {
+        for statement in statements { sqlite3_finalize(statement) }
+        statements = []
+        if let db { sqlite3_close_v2(db) }
+        db = nil
+        if let lock {
+            try? FileSystem.remove(path)
+            lock.close()
+        }
+        lock = nil
+    }
+
+    /// Plan files whose import is gone (killed: nobody holds their lock). An empty one may be another
+    /// import's between its creation and its lock, and is left to gc and fsck.
+    static func removeStale(in interim: String) {
+        guard let names = try? FileSystem.contents(of: interim) else { return }
+        for name in names where name.hasSuffix(suffix) {
+            let path = interim + "/" + name
+            guard let fd = try? FileDescriptor.open(path, O_RDONLY | O_CLOEXEC) else { continue }
+            defer { fd.close() }
+            guard let status = try? fd.stat(), status.size > 0 else { continue }
+            if (try? fd.tryLock()) == true { try? FileSystem.remove(path) }
+        }
+    }
+
+    func execute(_ sql: String) throws {
+        let code = sqlite3_exec(db, sql, nil, nil, nil)
+        guard code == SQLITE_OK else { throw failure(code, sql) }
+    }
+
+    /// A statement prepared once, finalized with the file.
+    func prepare(_ sql: String) throws -> PlanStatement {
+        var statement: OpaquePointer?
+        let code = sqlite3_prepare_v2(db, sql, -1, &statement, nil)
+        guard code == SQLITE_OK, let statement else { throw failure(code, sql) }
+        statements.append(statement)
+        return PlanStatement(handle: statement, file: self)
+    }
+
+    var changes: Int { Int(sqlite3_changes(db)) }
+
+    func failure(_ code: Int32, _ what: String) -> VaultError {
+        let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "code \(code)"
+        return VaultError(.io, "the manifest import's plan file \(path) failed (\(message))")
+    }
+}
+
+/// One prepared statement of the plan: bind by position from 1, step, read columns from 0.
+struct PlanStatement {
+    let handle: OpaquePointer
+    unowned let file: ManifestPlanFile
+
+    static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+
+    /// Resets the statement and binds `values` (Int64, Int, Bool, String, [UInt8], UUID, BlobID, or nil).
+    func bind(_ values: [Any?]) {
+        sqlite3_reset(handle)
+        for (offset, value) in values.enumerated() {
+            let i = Int32(offset + 1)
+            switch value {
+            case let v as Int64: sqlite3_bind_int64(handle, i, v)
+            case let v as Int: sqlite3_bind_int64(handle, i, Int64(v))
+            case let v as Bool: sqlite3_bind_int64(handle, i, v ? 1 : 0)
+            case let v as String: sqlite3_bind_text(handle, i, v, -1, Self.transient)
+            case let v as [UInt8]:
+                _ = v.withUnsafeBytes { sqlite3_bind_blob(handle, i, $0.baseAddress, Int32($0.count), Self.transient) }
+            case let v as UUID:
+                _ = withUnsafeBytes(of: v.uuid) { sqlite3_bind_blob(handle, i, $0.baseAddress, 16, Self.transient) }
+            case let v as BlobID:
+                _ = v.withBytes { sqlite3_bind_blob(handle, i, $0.baseAddress, 32, Self.transient) }
+            default: sqlite3_bind_null(handle, i)
+            }
+        }
+    }
+
+    /// Runs a statement that returns no row.
+    func run(_ values: [Any?]) throws {
+        bind(values)
+        let code = sqlite3_step(handle)
+        sqlite3_reset(handle)
+        guard code == SQLITE_DONE else { throw file.failure(code, "a statement") }
+    }
+
+    func reset() { sqlite3_reset(handle) }
+
+    /// The next row (true) or the end (false).
+    func step() throws -> Bool {
+        switch sqlite3_step(handle) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        case let code: throw file.failure(code, "a query")
+        }
+    }
+
+    func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(handle, column)) }
+    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+    func bool(_ column: Int32) -> Bool { sqlite3_column_int64(handle, column) != 0 }
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+
+    func text(_ column: Int32) -> String? {
+        guard let bytes = sqlite3_column_text(handle, column) else { return nil }
+        return String(cString: bytes)
+    }
+
+    func bytes(_ column: Int32) -> [UInt8] {
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count > 0, let start = sqlite3_column_blob(handle, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: start, count: count))
+    }
+
+    func uuid(_ column: Int32) -> UUID {
+        let b = bytes(column)
+        guard b.count == 16 else { return UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) }
+        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+    }
+
+    func blobID(_ column: Int32) -> BlobID {
+        let b = bytes(column)
+        return BlobID(digest: b.count == 32 ? b : [UInt8](repeating: 0, count: 32))
+    }
+}
