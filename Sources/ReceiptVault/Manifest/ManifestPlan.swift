@@ -10,8 +10,9 @@ extension BlobID {
     var blobID: BlobID { self }
 }
 
-/// One checked row with a file: what pass 2 writes.
-struct ManifestFile: Sendable {
+/// One checked row with a file: what pass 2 writes. A class: pass 2's batches, their rows' outcomes
+/// and the report of a batch refer to one copy rather than each holding its own.
+final class ManifestFile: Sendable {
     let line: Int
     let given: String
     /// The file's real folder: one string shared by all rows of that folder.
@@ -33,14 +34,32 @@ struct ManifestFile: Sendable {
     /// The first row of the manifest with this content, which the catalog lacked.
     let firstNew: Bool
 
+    init(line: Int, given: String, folder: String, link: String?, filename: String?, receipt: Int, id: Digest,
+         size: Int64, mediaType: String, status: FileStatus?, known: Bool, cached: Bool, firstNew: Bool) {
+        self.line = line
+        self.given = given
+        self.folder = folder
+        self.link = link
+        self.filename = filename
+        self.receipt = receipt
+        self.id = id
+        self.size = size
+        self.mediaType = mediaType
+        self.status = status
+        self.known = known
+        self.cached = cached
+        self.firstNew = firstNew
+    }
+
     var path: String { link ?? FileSystem.join(folder, Vault.lastComponent(given)) }
     var name: String { filename ?? Vault.lastComponent(given) }
 }
 
 /// A row of pass 2, read back from the plan in manifest order: a row with a file, or (first) a receipt
 /// the manifest gives no file. Carries what the batch's transaction and the report need, so that
-/// neither asks the plan again.
-struct PlannedRow: Sendable {
+/// neither asks the plan again. A class, for the same reason as `ManifestFile`: a batch's 16,384 rows
+/// are in several of the ingest path's arrays at once, and two batches are in flight.
+final class PlannedRow: Sendable {
     /// nil: a receipt without file.
     let file: ManifestFile?
     /// The receipt's index in the plan.
@@ -50,6 +69,14 @@ struct PlannedRow: Sendable {
     let planned: ManifestReceipt
     /// The receipt's first and last rows with a file (both for a receipt without file).
     let first, last: Bool
+
+    init(file: ManifestFile?, receipt: Int, planned: ManifestReceipt, first: Bool, last: Bool) {
+        self.file = file
+        self.receipt = receipt
+        self.planned = planned
+        self.first = first
+        self.last = last
+    }
 }
 
 /// The checked plan of a manifest, between the passes: in a SQLite file of its own
@@ -67,6 +94,8 @@ final class ManifestPlan {
     private let insertReceipt, updateReceipt, selectReceipt, insertID, selectID, insertFile, noteFile, insertContent: PlanStatement
     private var reading: (statement: PlanStatement, files: Bool)?
     private var finished = false
+    /// The folder of the row read before: the next rows of that folder share its string.
+    private var lastFolder: String?
 
     init(interim: String) throws {
         file = try ManifestPlanFile(interim: interim)
@@ -152,6 +181,7 @@ final class ManifestPlan {
     func next() throws -> PlannedRow? {
         if finished { return nil }
         if reading == nil {
+            try file.finishWriting()
             reading = (try file.prepare("""
                 SELECT n, uuid, given, firstLine, zone, zoneExplicit, present, metadata FROM receipts
                 WHERE firstFile IS NULL ORDER BY n
@@ -169,7 +199,9 @@ final class ManifestPlan {
                 : FileStatus(size: s.int64(8), mode: mode_t(truncatingIfNeeded: s.int64(10)),
                              inode: UInt64(bitPattern: s.int64(11)), device: UInt64(bitPattern: s.int64(12)),
                              mtimeNanoseconds: s.int64(13))
-            let f = ManifestFile(line: s.int(1), given: s.text(2) ?? "", folder: s.text(3) ?? "", link: s.text(4),
+            let folder = s.text(3, reusing: lastFolder) ?? ""
+            lastFolder = folder
+            let f = ManifestFile(line: s.int(1), given: s.text(2) ?? "", folder: folder, link: s.text(4),
                                  filename: s.text(5), receipt: s.int(6), id: s.blobID(7), size: s.int64(8),
                                  mediaType: s.text(9) ?? "", status: status, known: s.bool(14), cached: s.bool(15),
                                  firstNew: s.bool(16))

@@ -22,11 +22,8 @@ final class ManifestPlanFile {
     init(interim: String) throws {
         try FileSystem.makeDirectories(interim, mode: 0o700)
         Self.removeStale(in: interim)
-        path = interim + "/" + SecureRandom.hex(16) + Self.suffix
-        let fd = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600)
-        lock = fd
+        (path, lock) = try Self.createLocked(in: interim)
         do {
-            try fd.lock()
             var handle: OpaquePointer?
             let code = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
             db = handle
@@ -59,15 +56,38 @@ final class ManifestPlanFile {
         lock = nil
     }
 
-    /// Plan files whose import is gone (killed: nobody holds their lock). An empty one may be another
-    /// import's between its creation and its lock, and is left to gc and fsck.
+    /// A new plan file, locked. Between its creation and its lock the file is unlocked, and another
+    /// import's `removeStale` may remove it as a killed import's: then its name no longer leads to
+    /// the file this one locked, and a new name is tried.
+    private static func createLocked(in interim: String) throws -> (String, FileDescriptor) {
+        var attempts = 0
+        while true {
+            let path = interim + "/" + SecureRandom.hex(16) + suffix
+            let fd = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600)
+            do {
+                try fd.lock()
+                let held = try fd.stat()
+                if let named = try FileSystem.status(path), named.inode == held.inode, named.device == held.device {
+                    return (path, fd)
+                }
+            } catch {
+                fd.close()
+                throw error
+            }
+            fd.close()
+            attempts += 1
+            guard attempts < 16 else { throw VaultError(.io, "cannot create the manifest import's plan file in \(interim)") }
+        }
+    }
+
+    /// Plan files whose import is gone (killed: nobody holds their lock), empty or not: a starting
+    /// import that loses its file to this tries another (`createLocked`).
     static func removeStale(in interim: String) {
         guard let names = try? FileSystem.contents(of: interim) else { return }
         for name in names where name.hasSuffix(suffix) {
             let path = interim + "/" + name
             guard let fd = try? FileDescriptor.open(path, O_RDONLY | O_CLOEXEC) else { continue }
             defer { fd.close() }
-            guard let status = try? fd.stat(), status.size > 0 else { continue }
             if (try? fd.tryLock()) == true { try? FileSystem.remove(path) }
         }
     }
@@ -87,6 +107,14 @@ final class ManifestPlanFile {
     }
 
     var changes: Int { Int(sqlite3_changes(db)) }
+
+    /// Pass 1 is over: its transaction commits (to the file, without fsync), and the page cache, which
+    /// held the pages of pass 1's randomly keyed indexes, shrinks to what pass 2's reading in order
+    /// needs: 4 MiB less for the rest of the import.
+    func finishWriting() throws {
+        if sqlite3_get_autocommit(db) == 0 { try execute("COMMIT") }
+        try execute("PRAGMA cache_size = -256")
+    }
 
     func failure(_ code: Int32, _ what: String) -> VaultError {
         let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "code \(code)"
@@ -148,6 +176,17 @@ struct PlanStatement {
 
     func text(_ column: Int32) -> String? {
         guard let bytes = sqlite3_column_text(handle, column) else { return nil }
+        return String(cString: bytes)
+    }
+
+    /// `text(column)`, or `last` when the column holds the same text: rows of one folder share one string.
+    func text(_ column: Int32, reusing last: String?) -> String? {
+        guard let bytes = sqlite3_column_text(handle, column) else { return nil }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        if var last, last.utf8.count == count,
+           count == 0 || last.withUTF8({ $0.baseAddress.map { memcmp($0, bytes, count) == 0 } ?? false }) {
+            return last
+        }
         return String(cString: bytes)
     }
 

@@ -33,7 +33,28 @@ public struct ManifestSummary: Sendable, Equatable {
 /// The metadata of one receipt as a manifest gives it: the values of the metadata columns present
 /// in the header, canonical (validated). An empty value clears the field.
 struct ManifestMetadata: Equatable {
-    var values = Values()
+    /// The values, shared (copied on write) and absent when none was set: a row of pass 2 that is
+    /// not its receipt's first carries none, and then costs a pointer instead of ten empty slots
+    /// (16,384 rows of a batch in flight, twice).
+    private var box: Box?
+
+    private final class Box: @unchecked Sendable {
+        // Changed only through `values`' `_modify`, when this metadata holds the only reference.
+        var values: Values
+        init(_ values: Values) { self.values = values }
+    }
+
+    var values: Values {
+        get { box?.values ?? Values() }
+        _modify {
+            if !isKnownUniquelyReferenced(&box) { box = Box(box?.values ?? Values()) }
+            let unique = box ?? Box(Values())
+            box = unique
+            yield &unique.values
+        }
+    }
+
+    static func == (a: ManifestMetadata, b: ManifestMetadata) -> Bool { a.box === b.box || a.values == b.values }
 
     /// One slot per metadata column: held inline, not in a dictionary per row of a large manifest.
     struct Values: Equatable {

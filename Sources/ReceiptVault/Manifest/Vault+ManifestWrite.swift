@@ -62,12 +62,13 @@ enum ManifestRowOutcome: Sendable {
     case imported(heldBy: String?, deduplicated: Bool, existing: Bool)
 }
 
-/// A row with a file, as the report needs it.
+/// A row with a file, as the report needs it: references to the row read from the plan.
 struct ManifestFileRow: Sendable {
     let file: ManifestFile
-    let receipt: Int
-    let planned: ManifestReceipt
-    let last: Bool
+    let row: PlannedRow
+    var receipt: Int { row.receipt }
+    var planned: ManifestReceipt { row.planned }
+    var last: Bool { row.last }
 }
 
 /// The rows of each batch of pass 2, in the batch's transaction. Batches commit one at a time and
@@ -75,9 +76,9 @@ struct ManifestFileRow: Sendable {
 final class ManifestRowWriter: @unchecked Sendable {
     let newZones: [String]
     /// A receipt from its first row to its last (rows of one id may be far apart in the manifest):
-    /// what to write (the first row carries its metadata), whether it was, and its next position.
+    /// what to write (its first row, which carries the metadata), whether it was, and its next position.
     private struct Open {
-        var receipt: ManifestReceipt
+        let first: PlannedRow
         var started = false
         var nextPosition = -1  // not known yet
     }
@@ -107,9 +108,9 @@ final class ManifestRowWriter: @unchecked Sendable {
                 try writeReceipt(w, row.planned, id: row.planned.id)
                 continue
             }
-            rows.append(ManifestFileRow(file: file, receipt: row.receipt, planned: row.planned, last: row.last))
+            rows.append(ManifestFileRow(file: file, row: row))
             outcomes.append(outcome)
-            if row.first && !row.last { open[row.receipt] = Open(receipt: row.planned) }
+            if row.first && !row.last { open[row.receipt] = Open(first: row) }
         }
         let batch = rows.map(\.file)  // offsets below are into it
         // The row that brought each content of this batch, and what became of its bytes.
@@ -143,15 +144,16 @@ final class ManifestRowWriter: @unchecked Sendable {
         }
         var out = [ManifestRowOutcome?](repeating: nil, count: batch.count)
         var recorded = Set<Int>()  // receipts whose outbox entry this batch wrote
-        var touched: [Int: ManifestReceipt] = [:]  // receipts that gained an attachment
+        var touched: [Int: PlannedRow] = [:]  // receipts that gained an attachment (a row of each)
         for offset in rowOrder {
             let row = rows[offset]
-            var state = open[row.receipt] ?? Open(receipt: row.planned)
+            var state = open[row.receipt] ?? Open(first: row.row)
             out[offset] = try write(w, row, &state, bringer: bringer, unreadable: unreadable, deduplicated: deduplicated,
                                     offset: offset, recorded: &recorded, touched: &touched)
             if !row.last { open[row.receipt] = state } else { open[row.receipt] = nil }
         }
-        for (index, receipt) in touched.sorted(by: { $0.key < $1.key }) where !recorded.contains(index) {
+        for (index, row) in touched.sorted(by: { $0.key < $1.key }) where !recorded.contains(index) {
+            let receipt = row.planned
             try w.touchReceipt(receipt.id)
             try w.recordChange(receipt.id, zone: receipt.zone, .upsert)
         }
@@ -161,7 +163,7 @@ final class ManifestRowWriter: @unchecked Sendable {
     /// One row with a file, of the receipt whose state is `state`.
     private func write(_ w: CatalogWriter, _ row: ManifestFileRow, _ state: inout Open, bringer: [Digest: Int],
                        unreadable: [Digest: String], deduplicated: [Digest: Bool], offset: Int,
-                       recorded: inout Set<Int>, touched: inout [Int: ManifestReceipt]) throws -> ManifestRowOutcome {
+                       recorded: inout Set<Int>, touched: inout [Int: PlannedRow]) throws -> ManifestRowOutcome {
         let f = row.file
         // Held by some receipt already: in the vault before, or written by an earlier row.
         var held = true
@@ -178,7 +180,7 @@ final class ManifestRowWriter: @unchecked Sendable {
         }
         let receiptID = row.planned.id
         if !state.started {
-            if try writeReceipt(w, state.receipt, id: receiptID) { recorded.insert(row.receipt) }
+            if try writeReceipt(w, state.first.planned, id: receiptID) { recorded.insert(row.receipt) }
             state.started = true
         }
         var position: Int
@@ -193,7 +195,7 @@ final class ManifestRowWriter: @unchecked Sendable {
                                               mediaType: f.mediaType, position: position)
         if inserted {
             position += 1
-            touched[row.receipt] = row.planned
+            touched[row.receipt] = row.row
         }
         state.nextPosition = position
         // The stat cache pays for files whose hashing costs more than a lookup.
