@@ -652,6 +652,10 @@ def main():
                     help="vault sizes for --scale (default %(default)s)")
     ap.add_argument("--skip", default="", metavar="index,sync",
                     help="with --scale: leave out text extraction and search (index), or the sync steps (sync)")
+    ap.add_argument("--sync-pair", metavar="OLD",
+                    help="only the one-edit sync, this receipt (--receipt or the release build) against the OLD "
+                         "binary, round by round side by side (tools/bench.d/syncpair.py)")
+    ap.add_argument("--rounds", type=int, default=10, metavar="N", help="rounds of --sync-pair (default %(default)s)")
     ap.add_argument("--web", action="store_true",
                     help="only the web view's page latency on a 10,000-receipt zone (tools/bench.d/web.py)")
     a = ap.parse_args()
@@ -662,6 +666,23 @@ def main():
         b.build_receipt()
         text = web.run(b.receipt, tempfile.mkdtemp(prefix="web-", dir=os.makedirs(a.work, exist_ok=True) or a.work))
         with open(a.out or os.path.join(a.work, "web-results.md"), "w") as f:
+            f.write(text)
+        return
+    if a.sync_pair:
+        import syncpair
+        b = Bench(a)
+        fresh_dir(b.run_dir, RUN_TAG)
+        os.makedirs(b.logs)
+        b.build_receipt()
+        if not b.receipt:
+            sys.exit("bench: no receipt binary: %s" % b.why_not)
+        big = corpus.generate(os.path.join(b.work, "corpus"), "quick" if a.quick else "standard")
+        text = syncpair.run(a.sync_pair, b.receipt, b.files, b.run_dir, max(a.rounds, 1), b.env, b.log)
+        head = "## tools/bench --sync-pair, %s\n\nCorpus: %d files (%d unique blobs), imported with --no-index.\n" % (
+            time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), big["files"], big["unique_blobs"])
+        text = head + "Command: `%s`.\n\n%s" % (" ".join(["tools/bench"] + sys.argv[1:]), text)
+        print(text)
+        with open(a.out or os.path.join(b.work, "sync-pair-results.md"), "w") as f:
             f.write(text)
         return
     if a.scale:
