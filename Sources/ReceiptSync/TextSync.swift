@@ -55,6 +55,12 @@ extension SyncEngine {
             // The next batch, and the next sync, start after this one (rows of the same millisecond
             // continue by address).
         }
+        // No text at all was stored: from now on, texts taken from this server (stored at 0) are not
+        // offered back to it. Pointed at another server, the mark is removed and they are offered.
+        if mark < 0 {
+            let end = "0 " + String(repeating: "f", count: 64) // after every address of that millisecond
+            try vault.catalogTransaction { w in try w.setSetting(Self.textOfferedKey, end) }
+        }
         guard !firstPushed.overflow else { return }
         for chunk in firstPushed.sorted(Self.textBatch) {
             try checkNotWiping()
@@ -137,7 +143,9 @@ extension SyncEngine {
                     try vault.catalogTransaction { w in
                         for text in texts {
                             guard let sha256 = text.sha256 else { continue }
-                            try Catalog.storeText(w.db, sha256: sha256, version: version, text: text.text, error: text.failed)
+                            // Stored as extracted at 0 (the time only orders offers): the server has it,
+                            // so it is offered again only to another server (whose offer mark starts at -1).
+                            try Catalog.storeText(w.db, sha256: sha256, version: version, text: text.text, error: text.failed, at: 0)
                         }
                     }
                     report.textsDownloaded += texts.count
