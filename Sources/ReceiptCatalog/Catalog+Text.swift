@@ -21,19 +21,14 @@ public struct TextCounts: Sendable, Equatable {
 /// version. Storing or replacing a text updates the search index in the same transaction (triggers).
 extension Catalog {
     /// Up to `limit` referenced blobs with no text for `version`, in address order after `after`.
-    /// `among`: only these addresses; `addedAfter`, `addedUpTo`: only blob rows inserted after that
-    /// row (`topBlob`), or up to it.
+    /// `among`: only these addresses; `addedUpTo`: only blob rows inserted up to that row (`topBlob`).
     public static func pendingText(_ db: Database, version: String, after: String = "", among: [String]? = nil,
-                                   addedAfter row: Int64? = nil, addedUpTo upTo: Int64? = nil, limit: Int) throws -> [PendingText] {
+                                   addedUpTo upTo: Int64? = nil, limit: Int) throws -> [PendingText] {
         var arguments: StatementArguments = [after]
         var amongSQL = ""
         if let among {
             amongSQL = "AND b.sha256 IN (\(databaseQuestionMarks(count: max(among.count, 1))))"
             arguments += StatementArguments(among.isEmpty ? [""] : among)
-        }
-        if let row {
-            amongSQL += " AND b.rowid > ?"
-            arguments += [row]
         }
         if let upTo {
             amongSQL += " AND b.rowid <= ?"
@@ -49,6 +44,19 @@ extension Catalog {
             ORDER BY b.sha256 LIMIT ?
             """, arguments: arguments)
         return rows.map { PendingText(sha256: $0["sha256"], mediaType: $0["mediaType"] ?? "application/octet-stream", size: $0["size"]) }
+    }
+
+    /// Up to `limit` referenced blobs with no text for `version` whose rows were inserted after `row`
+    /// (`topBlob`), in rowid order: the rowid range is all that is read, however large the vault.
+    public static func pendingTextAdded(_ db: Database, version: String, afterRow row: Int64,
+                                        limit: Int) throws -> [(row: Int64, sha256: String)] {
+        try Row.fetchAll(db, sql: """
+            SELECT b.rowid, b.sha256 FROM blobs b
+            WHERE b.rowid > ?
+              AND EXISTS (SELECT 1 FROM attachments a WHERE a.sha256 = b.sha256)
+              AND NOT EXISTS (SELECT 1 FROM blobText t WHERE t.sha256 = b.sha256 AND t.extractor = ?)
+            ORDER BY b.rowid LIMIT ?
+            """, arguments: [row, version, limit]).map { ($0[0], $0[1]) }
     }
 
     /// The blob row inserted last (its rowid and address), nil in a vault without blobs. Rows inserted

@@ -108,17 +108,21 @@ extension SyncEngine {
             return (last, try Catalog.topBlob(db), same)
         }
         if let last, let seq = textSeq, last.version == version, last.seq == seq, sameRows, !firstPushed.overflow {
-            try await askTexts(version) { db, after in
-                try Catalog.pendingText(db, version: version, after: after, addedAfter: last.row, limit: Self.textBatch)
+            try await askTexts(version, from: last.row) { db, row in
+                let added = try Catalog.pendingTextAdded(db, version: version, afterRow: row, limit: Self.textBatch)
+                return (added.map(\.sha256), added.last?.row ?? row)
             }
             for chunk in firstPushed.sorted(Self.textBatch) {
-                try await askTexts(version) { db, after in
-                    try Catalog.pendingText(db, version: version, after: after, among: chunk, addedUpTo: last.row, limit: Self.textBatch)
+                try await askTexts(version, from: "") { db, after in
+                    let pending = try Catalog.pendingText(db, version: version, after: after, among: chunk, addedUpTo: last.row,
+                                                          limit: Self.textBatch).map(\.sha256)
+                    return (pending, pending.last ?? after)
                 }
             }
         } else {
-            try await askTexts(version) { db, after in
-                try Catalog.pendingText(db, version: version, after: after, limit: Self.textBatch)
+            try await askTexts(version, from: "") { db, after in
+                let pending = try Catalog.pendingText(db, version: version, after: after, limit: Self.textBatch).map(\.sha256)
+                return (pending, pending.last ?? after)
             }
         }
         // A server before revision 4 has no counter: every sync asks about every pending blob.
@@ -127,14 +131,15 @@ extension SyncEngine {
         try vault.catalogTransaction { w in try w.setSetting(Self.textAskedKey, ask.description) }
     }
 
-    /// Asks `text/fetch` about the pending blobs `page` lists (address order, after an address), page
-    /// by page, and stores the texts that come.
-    private func askTexts(_ version: String, _ page: @escaping (Database, String) throws -> [PendingText]) async throws {
-        var after = ""
+    /// Asks `text/fetch` about the pending blobs `page` lists from a cursor (the blobs, and the cursor
+    /// after them), page by page, and stores the texts that come.
+    private func askTexts<Cursor: Sendable>(_ version: String, from start: Cursor,
+                                            _ page: @escaping (Database, Cursor) throws -> (blobs: [String], next: Cursor)) async throws {
+        var cursor = start
         while true {
             try checkNotWiping()
-            let pending = try vault.catalogRead { db in try page(db, after).map(\.sha256) }
-            guard let last = pending.last else { break }
+            let (pending, next) = try vault.catalogRead { db in try page(db, cursor) }
+            if pending.isEmpty { break }
             var rest = pending[...]
             while !rest.isEmpty {
                 let answer = try await client.texts(Array(rest), version: version)
@@ -153,7 +158,7 @@ extension SyncEngine {
                 guard answer.more, let answered = answer.texts.last?.sha256, let index = rest.firstIndex(of: answered) else { break }
                 rest = rest[(index + 1)...]
             }
-            after = last
+            cursor = next
         }
     }
 }
