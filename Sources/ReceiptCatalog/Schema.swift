@@ -109,6 +109,11 @@ enum Schema {
                 """)
             try SearchIndex.create(db)
         }
+        m.registerMigration("v4-total-index") { db in
+            // `receipt search 12.99` looks receipts up by their total: without an index that read the
+            // whole receipts table (12 MB, 30-70 ms at 100,000 receipts) on every search with an amount.
+            try db.execute(sql: "CREATE INDEX receipts_by_total ON receipts(total)")
+        }
         return m
     }
 

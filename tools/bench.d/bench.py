@@ -27,10 +27,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import corpus  # noqa: E402
+import extract  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 TOOLS = ("cp", "receipt", "borg", "restic", "git-annex", "cp+sha256sum")
-STEPS = ("import", "reimport", "verify", "export", "gc", "auto", "manifest", "sync")
+STEPS = ("import", "reimport", "verify", "export", "gc", "auto", "manifest", "extract", "sync")
 PACKAGES = {"borg": "borgbackup", "restic": "restic", "git-annex": "git-annex", "git": "git",
             "/usr/bin/time": "time", "sha256sum": "coreutils"}
 MB = 1e6
@@ -104,6 +105,16 @@ class Bench:
                         GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@localhost",
                         GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="bench@localhost")
         self.env.pop("RECEIPT_VAULT", None)
+
+    @classmethod
+    def fresh(cls, a):
+        """A Bench with WORK/run emptied and its logs and HOME folders made."""
+        b = cls(a)
+        os.makedirs(b.work, exist_ok=True)
+        fresh_dir(b.run_dir, RUN_TAG)
+        os.makedirs(b.logs)
+        os.makedirs(b.env["HOME"], exist_ok=True)
+        return b
 
     def path(self, *parts):
         return os.path.join(self.run_dir, *parts)
@@ -621,6 +632,7 @@ class Bench:
         s = c("search p95", "receipt")
         target("search p95 < 50 ms over the {:,}-row vault with text".format(small["rows"]), (s,), lambda: s < 0.05,
                "p95 %s" % f(s, "%.3f s"))
+        lines.append(extract.figures(self))
         p, q = c("sync push", "receipt"), c("sync pull", "receipt")
         ip, iq = c("incremental sync push", "receipt"), c("incremental sync pull", "receipt")
         rate = big["bytes"] / MB / (p + q) if p and q else None
@@ -658,7 +670,21 @@ def main():
     ap.add_argument("--rounds", type=int, default=10, metavar="N", help="rounds of --sync-pair (default %(default)s)")
     ap.add_argument("--web", action="store_true",
                     help="only the web view's page latency on a 10,000-receipt zone (tools/bench.d/web.py)")
+    ap.add_argument("--extract", action="store_true",
+                    help="only text extraction: born-digital PDFs/s and OCR pages/s of `receipt index` (bench.d/extract.py)")
     a = ap.parse_args()
+    if a.extract:
+        a.timeout = a.timeout or 900
+        b = Bench.fresh(a)
+        b.build_receipt()
+        extract.step(b, a.quick)
+        text = "\n".join(["## tools/bench --extract, %s (%s)" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                                               b.versions()["receipt"]), ""]
+                         + b.table() + ["", extract.figures(b)]) + "\n"
+        print(text)
+        with open(a.out or os.path.join(b.work, "extract-results.md"), "w") as f:
+            f.write(text)
+        return
     if a.web:
         import web
         b = Bench(a)
@@ -694,11 +720,7 @@ def main():
         if not sizes or sizes[0] < 1:
             ap.error("--sizes: every size must be 1 or more")
         a.timeout = a.timeout or 3600
-        b = Bench(a)
-        os.makedirs(b.work, exist_ok=True)
-        fresh_dir(b.run_dir, RUN_TAG)
-        os.makedirs(b.logs)
-        os.makedirs(b.env["HOME"], exist_ok=True)
+        b = Bench.fresh(a)
         skip = [x for x in a.skip.split(",") if x]
         if set(skip) - {"index", "sync"}:
             ap.error("--skip: index, sync or both")
@@ -744,6 +766,8 @@ def main():
     if "receipt" in b.tools:
         if "manifest" in steps:
             b.step_manifest(small)
+        if "extract" in steps:
+            extract.step(b, a.quick)
         if "sync" in steps:
             b.step_sync(big["bytes"])
     versions = b.versions()
