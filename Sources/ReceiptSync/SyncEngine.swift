@@ -52,6 +52,10 @@ public final class SyncEngine {
     var requeued: [ZoneRef] = []
     /// The server keeps extracted text (revision 3 or later).
     var serverKeepsText = false
+    /// The account's text counter at the start of this sync (nil: a server before revision 4).
+    var textSeq: Int64?
+    /// Blobs of receipts the server took for the first time in this sync (see TextSync.swift).
+    var firstPushed = FirstPushed()
     public var pageSize = WireProtocol.defaultPageSize
     public var pushBatch = 200
     /// Blob uploads or downloads in flight at once.
@@ -77,6 +81,8 @@ public final class SyncEngine {
         let info = try await client.accountInfo()
         let account = info.account
         serverKeepsText = (info.revision ?? 2) >= WireProtocol.textRevision
+        textSeq = info.textSeq
+        firstPushed = FirstPushed()
         guard account == remote.account else {
             throw SyncError("the token set for this vault belongs to the account \(account), not to \(remote.account): run `receipt remote set` again")
         }
@@ -316,6 +322,7 @@ public final class SyncEngine {
                     guard let tag = result.changeTag else { continue }
                     try LocalStore.setState(db, result.id, zone: item.zone.local, tag: tag, base: item.record.receipt)
                     try CatalogWriter(db).settle(result.id, through: item.seq)
+                    if item.record.baseTag == nil { firstPushed.note(item.record.receipt) }
                     report.pushed += 1
                 case .conflict:
                     let server = result.server ?? WireRecord(id: result.id, changeTag: "", receipt: nil)
