@@ -82,11 +82,12 @@ enum KeptCounts {
                 UPDATE keptCounts SET \(blobTerms("old", "-"));
                 UPDATE keptCounts SET \(blobTerms("new", "+"));
             END;
+            -- An import's common case in one statement: the blob's first reference, with no text yet.
             CREATE TRIGGER kept_attachment_insert AFTER INSERT ON attachments BEGIN
-                UPDATE keptCounts SET attachments = attachments + 1;
+                UPDATE keptCounts SET attachments = attachments + 1, referencedBlobs = referencedBlobs + \(alone("new"));
             END;
-            CREATE TRIGGER kept_attachment_first AFTER INSERT ON attachments WHEN \(alone("new")) BEGIN
-                UPDATE keptCounts SET referencedBlobs = referencedBlobs + 1;
+            CREATE TRIGGER kept_attachment_first AFTER INSERT ON attachments
+            WHEN EXISTS (SELECT 1 FROM blobText t WHERE t.sha256 = new.sha256) AND \(alone("new")) BEGIN
                 \(addText(ofBlob: "new.sha256", 1))
             END;
             CREATE TRIGGER kept_attachment_delete AFTER DELETE ON attachments BEGIN
