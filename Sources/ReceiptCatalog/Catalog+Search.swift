@@ -43,21 +43,40 @@ public struct SearchHit: Sendable, Equatable {
 }
 
 extension Catalog {
+    /// bm25() weights of the index's columns: merchant, category, note, tags, claim, files, body.
+    static let weights = "5.0, 2.0, 1.0, 2.0, 2.0, 1.5, 1.0"
+
     /// Receipts in `scope` whose index row matches the FTS5 expression `match`, best first. Column
     /// weights: a word in the merchant counts most, then category, tags and claim, then the rest.
     public static func search(_ db: Database, match: String, scope: ReceiptScope, limit: Int) throws -> [SearchHit] {
         let (filter, args) = scope.sql()
-        var arguments: StatementArguments = [match]
-        arguments += args
-        arguments += [limit]
-        // Scores first, snippets only for the rows kept: SQLite would compute a snippet for every
-        // match before sorting, and a common word matches half the vault.
-        let rows = try Row.fetchAll(db, sql: """
-            SELECT r.rowid AS rid, r.id, -bm25(receiptSearch, 5.0, 2.0, 1.0, 2.0, 2.0, 1.5, 1.0) AS score
-            FROM receiptSearch JOIN receipts r ON r.rowid = receiptSearch.rowid
-            WHERE receiptSearch MATCH ? AND \(filter)
-            ORDER BY score DESC, r.date DESC, r.id LIMIT ?
-            """, arguments: arguments)
+        // `receipt_rank` is bm25() that skips the rows which cannot reach the top `limit` (NULL; see
+        // SearchRank). Scores first, snippets only for the rows kept: SQLite would compute a snippet
+        // for every match before sorting, and a common word matches half the vault.
+        let rank = "\(SearchRank.name)(receiptSearch, ?, \(weights))"
+        let rows: [Row]
+        if scope == ReceiptScope() {
+            // No filter: rank in the index alone and read the receipts row of the survivors only.
+            rows = try Row.fetchAll(db, sql: """
+                SELECT s.rowid AS rid, r.id, s.score FROM
+                    (SELECT rowid, \(rank) AS score FROM receiptSearch WHERE receiptSearch MATCH ?) s
+                JOIN receipts r ON r.rowid = s.rowid
+                WHERE s.score IS NOT NULL
+                ORDER BY s.score DESC, r.date DESC, r.id LIMIT ?
+                """, arguments: [limit, match, limit])
+        } else {
+            // A filter: ranked in the result columns, which SQLite computes only for the rows that
+            // passed it, so the top `limit` are counted among those.
+            var arguments: StatementArguments = [limit, match]
+            arguments += args
+            arguments += [limit]
+            rows = try Row.fetchAll(db, sql: """
+                SELECT r.rowid AS rid, r.id, \(rank) AS score
+                FROM receiptSearch JOIN receipts r ON r.rowid = receiptSearch.rowid
+                WHERE receiptSearch MATCH ? AND \(filter)
+                ORDER BY score DESC, r.date DESC, r.id LIMIT ?
+                """, arguments: arguments)
+        }
         guard !rows.isEmpty else { return [] }
         var snippets: [Int64: String] = [:]
         let snippetRows = try Row.fetchAll(db, sql: """
@@ -84,7 +103,7 @@ extension Catalog {
         if let match {
             from = "receiptSearch JOIN receipts r ON r.rowid = receiptSearch.rowid"
             textCondition = "AND receiptSearch MATCH ?"
-            scoreSQL = "-bm25(receiptSearch, 5.0, 2.0, 1.0, 2.0, 2.0, 1.5, 1.0)"
+            scoreSQL = "-bm25(receiptSearch, \(weights))"
             arguments += [match]
         }
         arguments += [limit]

@@ -113,6 +113,7 @@ public final class Catalog: Sendable {
             if let pageSize { try db.execute(sql: "PRAGMA page_size = \(pageSize)") }
             // A committed reference must survive a power cut, not only a crash of this process.
             try db.execute(sql: "PRAGMA synchronous = FULL")
+            SearchRank.register(db)
         }
         return config
     }

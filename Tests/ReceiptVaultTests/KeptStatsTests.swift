@@ -99,15 +99,15 @@ final class KeptStatsTests: XCTestCase {
         let path = vault.path
         try vault.close()
         vault = nil
-        // The catalog as the binary before kept counts wrote it: version 3, no tables, no triggers.
+        // The catalog as the binary before kept counts wrote it: version 4, no tables, no triggers.
         let queue = try DatabaseQueue(path: path + "/" + Catalog.fileName)
         try queue.writeWithoutTransaction { db in
             for name in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'kept_%'") {
                 try db.execute(sql: "DROP TRIGGER \(name)")
             }
             try db.execute(sql: "DROP TABLE keptCounts; DROP TABLE keptTextCounts")
-            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v4-kept-counts'")
-            try db.execute(sql: "PRAGMA user_version = 3")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v5-kept-counts'")
+            try db.execute(sql: "PRAGMA user_version = 4")
         }
         try queue.close()
         vault = try Vault.open(at: path)

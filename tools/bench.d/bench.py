@@ -27,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import corpus  # noqa: E402
+import extract  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 TOOLS = ("cp", "receipt", "borg", "restic", "git-annex", "cp+sha256sum")
@@ -103,6 +104,16 @@ class Bench:
                         GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@localhost",
                         GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="bench@localhost")
         self.env.pop("RECEIPT_VAULT", None)
+
+    @classmethod
+    def fresh(cls, a):
+        """A Bench with WORK/run emptied and its logs and HOME folders made."""
+        b = cls(a)
+        os.makedirs(b.work, exist_ok=True)
+        fresh_dir(b.run_dir, RUN_TAG)
+        os.makedirs(b.logs)
+        os.makedirs(b.env["HOME"], exist_ok=True)
+        return b
 
     def path(self, *parts):
         return os.path.join(self.run_dir, *parts)
@@ -613,6 +624,7 @@ class Bench:
         s = c("search p95", "receipt")
         target("search p95 < 50 ms over the {:,}-row vault with text".format(small["rows"]), (s,), lambda: s < 0.05,
                "p95 %s" % f(s, "%.3f s"))
+        lines.append(extract.figures(self))
         p, q = c("sync push", "receipt"), c("sync pull", "receipt")
         ip, iq = c("incremental sync push", "receipt"), c("incremental sync pull", "receipt")
         rate = big["bytes"] / MB / (p + q) if p and q else None
@@ -643,7 +655,21 @@ def main():
                     help="with --scale: leave out text extraction and search (index), or the sync steps (sync)")
     ap.add_argument("--web", action="store_true",
                     help="only the web view's page latency on a 10,000-receipt zone (tools/bench.d/web.py)")
+    ap.add_argument("--extract", action="store_true",
+                    help="only text extraction: born-digital PDFs/s and OCR pages/s of `receipt index` (bench.d/extract.py)")
     a = ap.parse_args()
+    if a.extract:
+        a.timeout = a.timeout or 900
+        b = Bench.fresh(a)
+        b.build_receipt()
+        extract.step(b, a.quick)
+        text = "\n".join(["## tools/bench --extract, %s (%s)" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                                               b.versions()["receipt"]), ""]
+                         + b.table() + ["", extract.figures(b)]) + "\n"
+        print(text)
+        with open(a.out or os.path.join(b.work, "extract-results.md"), "w") as f:
+            f.write(text)
+        return
     if a.web:
         import web
         b = Bench(a)
@@ -662,11 +688,7 @@ def main():
         if not sizes or sizes[0] < 1:
             ap.error("--sizes: every size must be 1 or more")
         a.timeout = a.timeout or 3600
-        b = Bench(a)
-        os.makedirs(b.work, exist_ok=True)
-        fresh_dir(b.run_dir, RUN_TAG)
-        os.makedirs(b.logs)
-        os.makedirs(b.env["HOME"], exist_ok=True)
+        b = Bench.fresh(a)
         skip = [x for x in a.skip.split(",") if x]
         if set(skip) - {"index", "sync"}:
             ap.error("--skip: index, sync or both")
@@ -706,6 +728,7 @@ def main():
     b.warm(os.path.join(b.work, "small"))
     if "receipt" in b.tools:
         b.step_manifest(small)
+        extract.step(b, a.quick)
         b.step_sync(big["bytes"])
     versions = b.versions()
     head = ["## tools/bench results, %s" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "",

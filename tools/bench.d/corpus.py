@@ -212,10 +212,8 @@ def build(job):
     return [(path, rid, meta, money(total), sha, len(data)) for path, _, rid in blob["files"]]
 
 
-def generate(root, profile="standard", seed=20260601, rows=None, jobs=None):
-    """Generates (or reuses) the corpus in root; returns the COMPLETE.json dict."""
-    request = {"version": VERSION, "profile": "small" if rows else profile, "seed": seed, "rows": rows}
-    marker = os.path.join(root, "COMPLETE.json")
+def made_before(marker, request):
+    """The COMPLETE.json dict at marker when it was written for this request, else None."""
     try:
         with open(marker) as f:
             done = json.load(f)
@@ -223,6 +221,16 @@ def generate(root, profile="standard", seed=20260601, rows=None, jobs=None):
             return done
     except (OSError, ValueError):
         pass
+    return None
+
+
+def generate(root, profile="standard", seed=20260601, rows=None, jobs=None):
+    """Generates (or reuses) the corpus in root; returns the COMPLETE.json dict."""
+    request = {"version": VERSION, "profile": "small" if rows else profile, "seed": seed, "rows": rows}
+    marker = os.path.join(root, "COMPLETE.json")
+    done = made_before(marker, request)
+    if done:
+        return done
     tag = os.path.join(root, ".made-by-corpus-py")
     if os.path.isdir(root) and os.listdir(root) and not os.path.exists(tag):
         sys.exit("corpus.py: refusing to replace %s: not empty and not made by corpus.py" % root)
