@@ -86,15 +86,6 @@ extension Catalog {
         try db.execute(sql: "UPDATE blobText SET extractor = '' ")
     }
 
-    public static func textCounts(_ db: Database, version: String) throws -> TextCounts {
-        let row = try Row.fetchOne(db, sql: """
-            SELECT count(t.sha256), coalesce(sum(t.state = 'failed'), 0), count(*) - count(t.sha256)
-            FROM (SELECT DISTINCT sha256 FROM attachments) a
-            LEFT JOIN blobText t ON t.sha256 = a.sha256 AND t.extractor = ?
-            """, arguments: [version])
-        return TextCounts(indexed: row?[0] ?? 0, failed: row?[1] ?? 0, pending: row?[2] ?? 0)
-    }
-
     /// The extracted text of each of `hashes` that has some.
     public static func texts(_ db: Database, _ hashes: [String]) throws -> [String: String] {
         guard !hashes.isEmpty else { return [:] }
