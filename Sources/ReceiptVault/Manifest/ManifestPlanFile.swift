@@ -23,10 +23,14 @@ final class ManifestPlanFile {
         try FileSystem.makeDirectories(interim, mode: 0o700)
         Self.removeStale(in: interim)
         path = interim + "/" + SecureRandom.hex(16) + Self.suffix
-        let fd = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600)
+        // Created under a name the next import does not match and locked before it takes its plan
+        // name: a plan file is never seen unlocked while its import runs, so any unlocked one is stale.
+        let unnamed = path + ".new"
+        let fd = try FileDescriptor.open(unnamed, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600)
         lock = fd
         do {
             try fd.lock()
+            try FileSystem.rename(unnamed, path)
             var handle: OpaquePointer?
             let code = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
             db = handle
@@ -59,15 +63,14 @@ final class ManifestPlanFile {
         lock = nil
     }
 
-    /// Plan files whose import is gone (killed: nobody holds their lock). An empty one may be another
-    /// import's between its creation and its lock, and is left to gc and fsck.
+    /// Plan files whose import is gone (killed: nobody holds their lock). A `.new` one killed between
+    /// its creation and its rename is left to gc and fsck, as any stale staging file.
     static func removeStale(in interim: String) {
         guard let names = try? FileSystem.contents(of: interim) else { return }
         for name in names where name.hasSuffix(suffix) {
             let path = interim + "/" + name
             guard let fd = try? FileDescriptor.open(path, O_RDONLY | O_CLOEXEC) else { continue }
             defer { fd.close() }
-            guard let status = try? fd.stat(), status.size > 0 else { continue }
             if (try? fd.tryLock()) == true { try? FileSystem.remove(path) }
         }
     }
