@@ -149,6 +149,8 @@ enum PostgresSchema {
                 CHECK ((text IS NULL) <> (failure IS NULL)))
             """,
         ],
+        // Version 4: the web list's word search (PostgresWebSearch.swift).
+        PostgresWebSearch.migration,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -112,12 +112,12 @@ extension PostgresServerStore {
             if let status = filter.status {
                 status == "none" ? add("w.status IS NULL") : add("w.status = ?", status)
             }
-            // Each word in the metadata or in the text extracted from one of the receipt's blobs.
-            for word in filter.words {
-                add("""
-                    (strpos(w.words, lower(?)) > 0 OR EXISTS (SELECT 1 FROM record_blobs rb JOIN blob_texts t ON t.sha256 = rb.sha256
-                     WHERE rb.zone_id = w.zone_id AND rb.record_id = w.id AND strpos(lower(t.text), lower(?)) > 0))
-                    """, word)
+            // Every word, as a prefix, in the metadata or the text of one of the receipt's blobs: the
+            // GIN index of `search` (PostgresWebSearch.swift), the words bound as one array.
+            let words = filter.words.filter(WebSearch.isWord)
+            if !words.isEmpty {
+                binds.append(words)
+                clauses.append("w.search @@ receipt_web_query($\(binds.count))")
             }
             let whereSQL = clauses.joined(separator: " AND ")
             var pageBinds = binds
