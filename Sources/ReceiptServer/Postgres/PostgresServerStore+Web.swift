@@ -112,12 +112,15 @@ extension PostgresServerStore {
             if let status = filter.status {
                 status == "none" ? add("w.status IS NULL") : add("w.status = ?", status)
             }
-            // Every word, as a prefix, in the metadata or the text of one of the receipt's blobs: the
-            // GIN index of `search` (PostgresWebSearch.swift), the words bound as one array.
+            // Every word, as a prefix, in the metadata or the text of one of the receipt's blobs
+            // (`search`, PostgresWebSearch.swift). The query is made first, then bound as a constant:
+            // written as `receipt_web_query($n)` the function ran once per row the date index read
+            // (27 ms for a page of 10,000), and the planner could not weigh the GIN index (1.4 ms).
             let words = filter.words.filter(WebSearch.isWord)
             if !words.isEmpty {
-                binds.append(words)
-                clauses.append("w.search @@ receipt_web_query($\(binds.count))")
+                let query = try await db.value("SELECT receipt_web_query(\(words))::text", as: String.self) ?? ""
+                binds.append(query)
+                clauses.append("w.search @@ $\(binds.count)::tsquery")
             }
             let whereSQL = clauses.joined(separator: " AND ")
             var pageBinds = binds
