@@ -124,8 +124,15 @@ class Served:
 
     def time(self, path):
         t = time.perf_counter()
-        self.conn.request("GET", path, headers={"Cookie": self.cookie})
-        answer = self.conn.getresponse()
+        try:
+            self.conn.request("GET", path, headers={"Cookie": self.cookie})
+            answer = self.conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionError):
+            # The server closed the connection while the other binary's zone was built: once again.
+            self.conn.close()
+            t = time.perf_counter()
+            self.conn.request("GET", path, headers={"Cookie": self.cookie})
+            answer = self.conn.getresponse()
         answer.read()
         elapsed = (time.perf_counter() - t) * 1000
         if answer.status != 200:
