@@ -672,6 +672,8 @@ def main():
                     help="only the web view's page latency on a 10,000-receipt zone (tools/bench.d/web.py)")
     ap.add_argument("--extract", action="store_true",
                     help="only text extraction: born-digital PDFs/s and OCR pages/s of `receipt index` (bench.d/extract.py)")
+    ap.add_argument("--baseline", metavar="PATH",
+                    help="with --web: another receipt binary, measured side by side, request by request")
     a = ap.parse_args()
     if a.extract:
         a.timeout = a.timeout or 900
@@ -690,7 +692,8 @@ def main():
         b = Bench(a)
         os.makedirs(b.logs, exist_ok=True)
         b.build_receipt()
-        text = web.run(b.receipt, tempfile.mkdtemp(prefix="web-", dir=os.makedirs(a.work, exist_ok=True) or a.work))
+        text = web.run(b.receipt, tempfile.mkdtemp(prefix="web-", dir=os.makedirs(a.work, exist_ok=True) or a.work),
+                       baseline=a.baseline and os.path.abspath(a.baseline))
         with open(a.out or os.path.join(a.work, "web-results.md"), "w") as f:
             f.write(text)
         return

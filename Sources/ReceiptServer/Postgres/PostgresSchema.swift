@@ -157,6 +157,8 @@ enum PostgresSchema {
                 seq BIGINT NOT NULL)
             """,
         ],
+        // Version 5: the web list's word search (PostgresWebSearch.swift).
+        PostgresWebSearch.migration,
     ]
 
     static var currentVersion: Int { migrations.count }
