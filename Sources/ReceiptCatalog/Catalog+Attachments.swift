@@ -23,12 +23,6 @@ extension Catalog {
                          StatementArguments(receiptIDs))
     }
 
-    /// The files of the receipts of `scope` (one query, however many receipts).
-    public static func files(_ db: Database, in scope: ReceiptScope) throws -> [String: [AttachedFile]] {
-        let (filter, args) = scope.sql()
-        return try files(db, "WHERE a.receiptID IN (SELECT r.id FROM receipts r WHERE \(filter))", args)
-    }
-
     private static func files(_ db: Database, _ scopeSQL: String, _ args: StatementArguments) throws -> [String: [AttachedFile]] {
         var files: [String: [AttachedFile]] = [:]
         let rows = try Row.fetchCursor(db, sql: """

@@ -137,21 +137,6 @@ extension Catalog {
         }
     }
 
-    public static func counts(_ db: Database) throws -> CatalogCounts {
-        guard let row = try Row.fetchOne(db, sql: """
-            SELECT (SELECT count(*) FROM receipts),
-                   (SELECT count(*) FROM attachments),
-                   count(*),
-                   coalesce(sum(inline IS NULL), 0),
-                   coalesce(sum(inline IS NOT NULL), 0),
-                   coalesce(sum(size), 0),
-                   coalesce(sum(storedSize), 0)
-            FROM blobs
-            """) else { return CatalogCounts() }
-        return CatalogCounts(receipts: row[0], attachments: row[1], blobs: row[2], externalBlobs: row[3],
-                             inlineBlobs: row[4], logicalBytes: row[5], storedBytes: row[6])
-    }
-
     /// The import stat cache: the content of a file seen before with the same device, inode, size and
     /// mtime, when the catalog still holds its row; with whether the bytes are inline (else the
     /// caller checks the file is there). A cached statement: a manifest asks this once per row.

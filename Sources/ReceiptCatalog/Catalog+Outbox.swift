@@ -63,12 +63,40 @@ public enum Outbox {
         try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM changes WHERE receiptID = ?)", arguments: [receiptID]) ?? false
     }
 
-    /// The latest entry of each receipt, oldest first.
-    public static func pending(_ db: Database) throws -> [(receiptID: String, zone: String, seq: Int64)] {
-        var latest: [String: (zone: String, seq: Int64)] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT receiptID, zone, seq FROM changes ORDER BY seq") {
-            latest[row["receiptID"]] = (row["zone"], row["seq"])
-        }
-        return latest.map { ($0.key, $0.value.zone, $0.value.seq) }.sorted { $0.seq < $1.seq }
+    /// An outbox entry: the receipt, its zone when it changed, the entry's number.
+    public struct Entry: Sendable, Equatable {
+        public var receiptID: String
+        public var zone: String
+        public var seq: Int64
+    }
+
+    /// The number of the outbox's newest entry (nil: the outbox is empty).
+    public static func lastSeq(_ db: Database) throws -> Int64? {
+        try Int64.fetchOne(db, sql: "SELECT max(seq) FROM changes")
+    }
+
+    /// A page of the outbox: the entries numbered after `seq` and up to `last` that are their
+    /// receipt's latest, oldest first, at most `limit`. Read page by page (each `seq` the last of the
+    /// page before), these are the receipts to push, each once, with memory for one page only.
+    public static func pendingPage(_ db: Database, after seq: Int64, through last: Int64, limit: Int) throws -> [Entry] {
+        try entries(db, sql: """
+            SELECT c.receiptID, c.zone, c.seq FROM changes c
+            WHERE c.seq > ? AND c.seq <= ?
+              AND NOT EXISTS (SELECT 1 FROM changes d WHERE d.receiptID = c.receiptID AND d.seq > c.seq)
+            ORDER BY c.seq LIMIT ?
+            """, [seq, last, limit])
+    }
+
+    /// The latest entry of each of these receipts that has one, oldest first.
+    public static func pending(_ db: Database, of receiptIDs: [String]) throws -> [Entry] {
+        guard !receiptIDs.isEmpty else { return [] }
+        return try entries(db, sql: """
+            SELECT c.receiptID, c.zone, max(c.seq) FROM changes c
+            WHERE c.receiptID IN (\(databaseQuestionMarks(count: receiptIDs.count))) GROUP BY c.receiptID ORDER BY 3
+            """, StatementArguments(receiptIDs))
+    }
+
+    private static func entries(_ db: Database, sql: String, _ arguments: StatementArguments) throws -> [Entry] {
+        try Row.fetchAll(db, sql: sql, arguments: arguments).map { Entry(receiptID: $0[0], zone: $0[1], seq: $0[2]) }
     }
 }

@@ -17,11 +17,21 @@ extension Catalog {
         try Receipt.fetchAll(db, keys: ids)
     }
 
-    /// The receipts of `scope`, oldest date first (undated last), then by id.
-    public static func receipts(_ db: Database, in scope: ReceiptScope) throws -> [Receipt] {
+    /// Calls `body` with each receipt of `scope`, oldest date first (undated last), then by id, one at
+    /// a time (memory does not grow with the vault). Two passes that each follow an index's order
+    /// (`receipts_by_date` or `receipts_by_zone_date`: dated, then undated) where one
+    /// `ORDER BY date IS NULL, date, id` made SQLite sort every matching row before the first came out.
+    public static func forEachReceipt(_ db: Database, in scope: ReceiptScope, _ body: (Receipt) throws -> Void) throws {
         let (filter, args) = scope.sql()
-        return try Receipt.fetchAll(db, sql: "SELECT * FROM receipts r WHERE \(filter) ORDER BY r.date IS NULL, r.date, r.id",
-                                    arguments: args)
+        let dated = try Receipt.fetchCursor(db, sql: """
+            SELECT * FROM receipts r WHERE \(filter) AND r.date IS NOT NULL ORDER BY r.date, r.id
+            """, arguments: args)
+        while let receipt = try dated.next() { try body(receipt) }
+        // A date filter excludes the undated.
+        guard scope.from == nil && scope.to == nil else { return }
+        let undated = try Receipt.fetchCursor(db, sql: "SELECT * FROM receipts r WHERE \(filter) AND r.date IS NULL ORDER BY r.id",
+                                              arguments: args)
+        while let receipt = try undated.next() { try body(receipt) }
     }
 
     /// Up to two ids starting with `prefix` (a unique prefix names one receipt).

@@ -21,14 +21,18 @@ public struct TextCounts: Sendable, Equatable {
 /// version. Storing or replacing a text updates the search index in the same transaction (triggers).
 extension Catalog {
     /// Up to `limit` referenced blobs with no text for `version`, in address order after `after`.
-    /// `among`: only these addresses.
+    /// `among`: only these addresses; `addedUpTo`: only blob rows inserted up to that row (`topBlob`).
     public static func pendingText(_ db: Database, version: String, after: String = "", among: [String]? = nil,
-                                   limit: Int) throws -> [PendingText] {
+                                   addedUpTo upTo: Int64? = nil, limit: Int) throws -> [PendingText] {
         var arguments: StatementArguments = [after]
         var amongSQL = ""
         if let among {
             amongSQL = "AND b.sha256 IN (\(databaseQuestionMarks(count: max(among.count, 1))))"
             arguments += StatementArguments(among.isEmpty ? [""] : among)
+        }
+        if let upTo {
+            amongSQL += " AND b.rowid <= ?"
+            arguments += [upTo]
         }
         arguments += [version, limit]
         let rows = try Row.fetchAll(db, sql: """
@@ -40,6 +44,31 @@ extension Catalog {
             ORDER BY b.sha256 LIMIT ?
             """, arguments: arguments)
         return rows.map { PendingText(sha256: $0["sha256"], mediaType: $0["mediaType"] ?? "application/octet-stream", size: $0["size"]) }
+    }
+
+    /// Up to `limit` referenced blobs with no text for `version` whose rows were inserted after `row`
+    /// (`topBlob`), in rowid order: the rowid range is all that is read, however large the vault.
+    public static func pendingTextAdded(_ db: Database, version: String, afterRow row: Int64,
+                                        limit: Int) throws -> [(row: Int64, sha256: String)] {
+        try Row.fetchAll(db, sql: """
+            SELECT b.rowid, b.sha256 FROM blobs b
+            WHERE b.rowid > ?
+              AND EXISTS (SELECT 1 FROM attachments a WHERE a.sha256 = b.sha256)
+              AND NOT EXISTS (SELECT 1 FROM blobText t WHERE t.sha256 = b.sha256 AND t.extractor = ?)
+            ORDER BY b.rowid LIMIT ?
+            """, arguments: [row, version, limit]).map { ($0[0], $0[1]) }
+    }
+
+    /// The blob row inserted last (its rowid and address), nil in a vault without blobs. Rows inserted
+    /// later have a greater rowid as long as this one is still there with that address: SQLite gives
+    /// a new row the greatest rowid plus one, so a rowid is reused only after the greatest was deleted.
+    public static func topBlob(_ db: Database) throws -> (row: Int64, sha256: String)? {
+        try Row.fetchOne(db, sql: "SELECT rowid, sha256 FROM blobs ORDER BY rowid DESC LIMIT 1").map { ($0[0], $0[1]) }
+    }
+
+    /// The address of the blob row `row`, if there is one.
+    public static func blobAddress(_ db: Database, row: Int64) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT sha256 FROM blobs WHERE rowid = ?", arguments: [row])
     }
 
     /// Records the text of a blob (or why the extractor failed on it), replacing an older one.
@@ -55,15 +84,6 @@ extension Catalog {
     /// Makes every blob pending again (`index --rebuild`); the old texts stay searchable until replaced.
     public static func markTextStale(_ db: Database) throws {
         try db.execute(sql: "UPDATE blobText SET extractor = '' ")
-    }
-
-    public static func textCounts(_ db: Database, version: String) throws -> TextCounts {
-        let row = try Row.fetchOne(db, sql: """
-            SELECT count(t.sha256), coalesce(sum(t.state = 'failed'), 0), count(*) - count(t.sha256)
-            FROM (SELECT DISTINCT sha256 FROM attachments) a
-            LEFT JOIN blobText t ON t.sha256 = a.sha256 AND t.extractor = ?
-            """, arguments: [version])
-        return TextCounts(indexed: row?[0] ?? 0, failed: row?[1] ?? 0, pending: row?[2] ?? 0)
     }
 
     /// The extracted text of each of `hashes` that has some.
@@ -93,6 +113,15 @@ extension Catalog {
             WHERE extractor = ? AND (extractedAt > ? OR (extractedAt = ? AND sha256 > ?))
             ORDER BY extractedAt, sha256 LIMIT ?
             """, arguments: [version, mark, mark, after, limit]).map { ($0["sha256"], $0["extractedAt"]) }
+    }
+
+    /// Of `among`, the blobs with a text of `version` stored at or before `mark` (ms), in address order.
+    public static func textsStored(_ db: Database, version: String, among: [String], upTo mark: Millis) throws -> [String] {
+        guard !among.isEmpty else { return [] }
+        return try String.fetchAll(db, sql: """
+            SELECT sha256 FROM blobText WHERE extractor = ? AND extractedAt <= ?
+              AND sha256 IN (\(databaseQuestionMarks(count: among.count))) ORDER BY sha256
+            """, arguments: [version, mark] + StatementArguments(among))
     }
 
     /// The stored text (or failure) of a blob for `version`.

@@ -18,6 +18,34 @@ extension ServerCatalog {
                 ) WITHOUT ROWID;
                 """)
         }
+        // Per account, a counter that moves whenever a text the account can read is stored (or the
+        // account is given a zone), so its vaults ask about their blobs' texts only after it moved
+        // (docs/PROTOCOL.md, "Extracted text"). A row counter, bumped in the writing transaction:
+        // never a clock, and on PostgreSQL commit-ordered (a reader sees the bump with the text).
+        m.registerMigration("server-v5-text-seq") { db in
+            try db.execute(sql: """
+                CREATE TABLE textSeqs (
+                    accountID INTEGER PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+                    seq INTEGER NOT NULL
+                );
+                """)
+        }
+    }
+
+    /// Moves the text counter of every account that can read `blob` (its zones' owners and participants).
+    static func bumpTextReaders(_ db: Database, blob: String) throws {
+        try db.execute(sql: """
+            INSERT INTO textSeqs(accountID, seq)
+            SELECT id, 1 FROM (SELECT z.ownerID AS id FROM recordBlobs rb JOIN zones z ON z.id = rb.zoneID WHERE rb.sha256 = ?
+                               UNION SELECT s.accountID FROM recordBlobs rb JOIN shares s ON s.zoneID = rb.zoneID WHERE rb.sha256 = ?)
+            WHERE true
+            ON CONFLICT(accountID) DO UPDATE SET seq = seq + 1
+            """, arguments: [blob, blob])
+    }
+
+    static func bumpTextSeq(_ db: Database, account: Int64) throws {
+        try db.execute(sql: "INSERT INTO textSeqs(accountID, seq) VALUES (?, 1) ON CONFLICT(accountID) DO UPDATE SET seq = seq + 1",
+                       arguments: [account])
     }
 }
 
@@ -32,6 +60,14 @@ extension ServerCatalog {
                 INSERT INTO blobTexts(sha256, version, text, failure, uploadedAt) VALUES (?, ?, ?, ?, ?)
                 ON CONFLICT(sha256, version) DO NOTHING
                 """, arguments: [sha256, version, text.text, text.failed, Self.now()])
+            if db.changesCount > 0 { try Self.bumpTextReaders(db, blob: sha256) }
+        }
+    }
+
+    /// The caller's text counter (0 before any text it can read was stored).
+    public func textSequence(caller: Account) async throws -> Int64 {
+        try await pool.read { db in
+            try Int64.fetchOne(db, sql: "SELECT seq FROM textSeqs WHERE accountID = ?", arguments: [caller.id]) ?? 0
         }
     }
 

@@ -115,6 +115,8 @@ extension ServerCatalog {
             guard target != caller.id else { throw ServerError.bad("the owner of \(Self.zoneLabel(owner, name)) cannot share it with itself") }
             try db.execute(sql: "INSERT OR REPLACE INTO shares(zoneID, accountID, role) VALUES (?, ?, ?)",
                            arguments: [zone.id, target, role.rawValue])
+            // The zone's texts become readable to the participant: its vaults ask again.
+            try Self.bumpTextSeq(db, account: target)
         }
     }
 

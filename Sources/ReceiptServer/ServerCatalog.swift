@@ -145,6 +145,7 @@ public final class ServerCatalog: Sendable {
         registerWebMigrations(&m)
         registerWebRowsMigration(&m)
         registerTextMigrations(&m)
+        registerWebSearchMigration(&m)
         return m
     }
 

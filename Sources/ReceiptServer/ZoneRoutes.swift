@@ -8,7 +8,8 @@ struct ZoneRoutes {
 
     func register(_ group: RouterGroup<ServerContext>) {
         group.get("account") { _, context in
-            try jsonResponse(WireAccount(account: try context.caller().name))
+            let caller = try context.caller()
+            return try jsonResponse(WireAccount(account: caller.name, textSeq: try await catalog.textSequence(caller: caller)))
         }
         group.get("zones") { _, context in
             try jsonResponse(WireZoneList(zones: try await catalog.zones(for: context.caller())))

@@ -144,7 +144,7 @@ public struct RemoteConfig: Sendable, Equatable {
             if insecureHTTP { try w.setSetting(insecureKey, "1") }
             if (oldURL != nil || oldAccount != nil) && (oldURL != normalized || oldAccount != account) {
                 try w.resetSync()
-                try w.removeSettings([SyncEngine.textOfferedKey])
+                try w.removeSettings([SyncEngine.textOfferedKey, SyncEngine.textAskedKey])
             }
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import ReceiptCatalog
 import ReceiptText
 import ReceiptWire
@@ -22,59 +23,123 @@ extension SyncClient {
 /// takes it from the server, stored exactly as if its own extractor had read it, so `receipt index`
 /// finds nothing left to do for it (no second OCR in a household).
 extension SyncEngine {
-    /// Settings key: the `extractedAt` (ms) up to which this vault's texts were offered to the server.
+    /// Settings key: the (`extractedAt` in ms, address) up to which this vault's texts were offered
+    /// to the server, as `MS SHA256` (a mark of before 2026-11-26 has no address: that millisecond
+    /// is offered once more).
     static let textOfferedKey = "sync.textOffered"
+    /// Settings key: what the last ask for texts covered (`TextAsk`).
+    static let textAskedKey = "sync.textAsked"
     static let textBatch = 256
 
-    /// Offers the texts of the current extractor version stored since the last offer; uploads those
-    /// the server wants (it wants a text it lacks, of a blob the account can read). A text whose blob
-    /// the server did not hold yet is not offered again: its members extract it themselves.
+    /// Offers the texts of the current extractor version stored since the last offer, and again those
+    /// of blobs whose receipts the server took for the first time in this sync's push (offered before,
+    /// the server could not take them: it did not hold the blob for this account yet). Uploads those
+    /// the server wants (it wants a text it lacks, of a blob the account can read).
     func uploadTexts() async throws {
         let version = TextExtractor.version
-        var mark = try vault.catalogRead { db in
-            try Catalog.setting(db, Self.textOfferedKey).flatMap { Int64($0) } ?? -1
+        let stored = try vault.catalogRead { db in
+            try Catalog.setting(db, Self.textOfferedKey)?.split(separator: " ").map(String.init) ?? []
         }
-        var after = ""
+        let offered = stored.first.flatMap { Int64($0) } ?? -1
+        // Too many first pushes to remember one by one: every text is offered again instead.
+        var (mark, after) = firstPushed.overflow ? (-1, "") : (offered, stored.count > 1 ? stored[1] : "")
         while true {
             try checkNotWiping()
             let batch = try vault.catalogRead { db in
                 try Catalog.textsStored(db, version: version, after: mark, after, limit: Self.textBatch)
             }
             guard let last = batch.last else { break }
-            let wanted = try await client.textWant(batch.map(\.0), version: version)
-            for sha256 in wanted {
-                guard let stored = try vault.catalogRead({ try Catalog.storedText($0, sha256, version: version) }) else { continue }
-                let text: WireText = stored.text == nil
-                    ? WireText(text: nil, failed: String((stored.error ?? "the extractor failed").prefix(1000)))
-                    : WireText(text: stored.text, failed: nil)
-                // A text over the server's limit stays with this vault (its members extract it themselves).
-                if (text.text?.utf8.count ?? 0) > WireText.maxBytes || text.validationError != nil { continue }
-                do {
-                    try await client.putText(sha256, version: version, text)
-                    report.textsUploaded += 1
-                } catch let error as SyncError where [400, 404, 413].contains(error.status ?? 0) {
-                    // This text only (refused, or its blob left the account's zones meanwhile): it stays
-                    // with this vault, and the sync goes on.
-                    continue
-                }
-            }
+            try await offer(batch.map(\.0), version: version)
             (mark, after) = (last.1, last.0)
-            try vault.catalogTransaction { w in try w.setSetting(Self.textOfferedKey, String(last.1)) }
-            // The next batch starts after this one (rows of the same millisecond continue by address).
+            try vault.catalogTransaction { w in try w.setSetting(Self.textOfferedKey, "\(last.1) \(last.0)") }
+            // The next batch, and the next sync, start after this one (rows of the same millisecond
+            // continue by address).
+        }
+        // No text at all was stored: from now on, texts taken from this server (stored at 0) are not
+        // offered back to it. Pointed at another server, the mark is removed and they are offered.
+        if mark < 0 {
+            let end = "0 " + String(repeating: "f", count: 64) // after every address of that millisecond
+            try vault.catalogTransaction { w in try w.setSetting(Self.textOfferedKey, end) }
+        }
+        guard !firstPushed.overflow else { return }
+        for chunk in firstPushed.sorted(Self.textBatch) {
+            try checkNotWiping()
+            // Texts stored after the old mark were offered by the loop above.
+            let again = try vault.catalogRead { db in try Catalog.textsStored(db, version: version, among: chunk, upTo: offered) }
+            if !again.isEmpty { try await offer(again, version: version) }
+        }
+    }
+
+    /// Asks `want` about `blobs` (that have a stored text) and uploads the texts the server wants.
+    private func offer(_ blobs: [String], version: String) async throws {
+        let wanted = try await client.textWant(blobs, version: version)
+        for sha256 in wanted {
+            guard let stored = try vault.catalogRead({ try Catalog.storedText($0, sha256, version: version) }) else { continue }
+            let text: WireText = stored.text == nil
+                ? WireText(text: nil, failed: String((stored.error ?? "the extractor failed").prefix(1000)))
+                : WireText(text: stored.text, failed: nil)
+            // A text over the server's limit stays with this vault (its members extract it themselves).
+            if (text.text?.utf8.count ?? 0) > WireText.maxBytes || text.validationError != nil { continue }
+            do {
+                try await client.putText(sha256, version: version, text)
+                report.textsUploaded += 1
+            } catch let error as SyncError where [400, 404, 413].contains(error.status ?? 0) {
+                // This text only (refused, or its blob left the account's zones meanwhile): it stays
+                // with this vault, and the sync goes on.
+                continue
+            }
         }
     }
 
     /// Takes from the server the texts of blobs whose text this vault still lacks for the current
     /// extractor version, and stores them as if extracted here. What the server lacks stays pending.
+    ///
+    /// Every pending blob is asked about only when the account's text counter (`textSeq` of
+    /// `GET /v1/account`, read before anything was asked) moved since the last ask; otherwise only the
+    /// pending blobs that came into the vault since (imported or pulled) and those of receipts the
+    /// server took for the first time in this sync (it may not have let this account read them before).
     func pullTexts() async throws {
         let version = TextExtractor.version
-        var after = ""
+        let (last, top, sameRows) = try vault.catalogRead { db -> (TextAsk?, (row: Int64, sha256: String)?, Bool) in
+            let last = try Catalog.setting(db, Self.textAskedKey).flatMap(TextAsk.init)
+            // The blob row marked last time is still there: rows inserted since have greater rowids.
+            var same = false
+            if let last { same = try last.row == 0 || Catalog.blobAddress(db, row: last.row) == last.sha256 }
+            return (last, try Catalog.topBlob(db), same)
+        }
+        if let last, let seq = textSeq, last.version == version, last.seq == seq, sameRows, !firstPushed.overflow {
+            try await askTexts(version, from: last.row) { db, row in
+                let added = try Catalog.pendingTextAdded(db, version: version, afterRow: row, limit: Self.textBatch)
+                return (added.map(\.sha256), added.last?.row ?? row)
+            }
+            for chunk in firstPushed.sorted(Self.textBatch) {
+                try await askTexts(version, from: "") { db, after in
+                    let pending = try Catalog.pendingText(db, version: version, after: after, among: chunk, addedUpTo: last.row,
+                                                          limit: Self.textBatch).map(\.sha256)
+                    return (pending, pending.last ?? after)
+                }
+            }
+        } else {
+            try await askTexts(version, from: "") { db, after in
+                let pending = try Catalog.pendingText(db, version: version, after: after, limit: Self.textBatch).map(\.sha256)
+                return (pending, pending.last ?? after)
+            }
+        }
+        // A server before revision 4 has no counter: every sync asks about every pending blob.
+        guard let seq = textSeq else { return }
+        let ask = TextAsk(version: version, seq: seq, row: top?.row ?? 0, sha256: top?.sha256 ?? "")
+        try vault.catalogTransaction { w in try w.setSetting(Self.textAskedKey, ask.description) }
+    }
+
+    /// Asks `text/fetch` about the pending blobs `page` lists from a cursor (the blobs, and the cursor
+    /// after them), page by page, and stores the texts that come.
+    private func askTexts<Cursor: Sendable>(_ version: String, from start: Cursor,
+                                            _ page: @escaping (Database, Cursor) throws -> (blobs: [String], next: Cursor)) async throws {
+        var cursor = start
         while true {
             try checkNotWiping()
-            let pending = try vault.catalogRead { db in
-                try Catalog.pendingText(db, version: version, after: after, limit: Self.textBatch).map(\.sha256)
-            }
-            guard let last = pending.last else { break }
+            let (pending, next) = try vault.catalogRead { db in try page(db, cursor) }
+            if pending.isEmpty { break }
             var rest = pending[...]
             while !rest.isEmpty {
                 let answer = try await client.texts(Array(rest), version: version)
@@ -83,7 +148,9 @@ extension SyncEngine {
                     try vault.catalogTransaction { w in
                         for text in texts {
                             guard let sha256 = text.sha256 else { continue }
-                            try Catalog.storeText(w.db, sha256: sha256, version: version, text: text.text, error: text.failed)
+                            // Stored as extracted at 0 (the time only orders offers): the server has it,
+                            // so it is offered again only to another server (whose offer mark starts at -1).
+                            try Catalog.storeText(w.db, sha256: sha256, version: version, text: text.text, error: text.failed, at: 0)
                         }
                     }
                     report.textsDownloaded += texts.count
@@ -91,7 +158,54 @@ extension SyncEngine {
                 guard answer.more, let answered = answer.texts.last?.sha256, let index = rest.firstIndex(of: answered) else { break }
                 rest = rest[(index + 1)...]
             }
-            after = last
+            cursor = next
         }
+    }
+}
+
+/// What the last ask for texts covered: the extractor version, the account's text counter it was
+/// made at, and the vault's last blob row then (`row` 0: the vault had no blob).
+struct TextAsk: CustomStringConvertible, Equatable {
+    var version: String
+    var seq: Int64
+    var row: Int64
+    var sha256: String
+
+    /// Parses the stored form, `VERSION SEQ ROW SHA256`; anything else is no mark (everything is asked).
+    init?(_ stored: String) {
+        let parts = stored.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 4, let seq = Int64(parts[1]), let row = Int64(parts[2]) else { return nil }
+        (version, self.seq, self.row, sha256) = (parts[0], seq, row, parts[3])
+    }
+
+    init(version: String, seq: Int64, row: Int64, sha256: String) {
+        (self.version, self.seq, self.row, self.sha256) = (version, seq, row, sha256)
+    }
+
+    var description: String { "\(version) \(seq) \(row) \(sha256)" }
+}
+
+/// The blobs of receipts the server took for the first time in this sync's push: the server may
+/// not have let this account read them before, so their texts are offered and asked about again.
+/// At most `limit` are kept (memory does not grow with the push); past that, `overflow` says to
+/// offer and ask about everything instead.
+struct FirstPushed {
+    static let limit = 4096
+    private(set) var blobs = Set<String>()
+    private(set) var overflow = false
+
+    mutating func note(_ receipt: WireReceipt?) {
+        guard !overflow else { return }
+        for attachment in receipt?.attachments ?? [] { blobs.insert(attachment.sha256) }
+        if blobs.count > Self.limit {
+            overflow = true
+            blobs = []
+        }
+    }
+
+    /// The addresses in order, in chunks of at most `size`.
+    func sorted(_ size: Int) -> [[String]] {
+        let all = blobs.sorted()
+        return stride(from: 0, to: all.count, by: size).map { Array(all[$0..<min($0 + size, all.count)]) }
     }
 }

@@ -16,4 +16,15 @@ extension Vault {
         sink.emit(FsckProblem(.catalog, path: catalogPath, detail: found + ": run `receipt fsck --repair` to rebuild it",
                               fix: .rebuildSearchIndex(found)))
     }
+
+    /// fsck's check of the counts the catalog keeps for `stats` against a recount (they are derived
+    /// data too: the repair recounts).
+    func checkKeptCounts(sink: FsckSink) throws {
+        let differences = try catalog.keptCountProblems()
+        guard !differences.isEmpty else { return }
+        let found = "the counts the catalog keeps for `receipt stats` differ from a recount ("
+            + differences.joined(separator: "; ") + ")"
+        sink.emit(FsckProblem(.catalog, path: catalogPath, detail: found + ": run `receipt fsck --repair` to recount them",
+                              fix: .recount(found)))
+    }
 }

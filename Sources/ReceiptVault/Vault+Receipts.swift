@@ -130,15 +130,35 @@ public struct ListFilter: Sendable {
 extension Vault {
     /// Receipts matching `filter`, oldest date first (undated last), then by id.
     public func list(_ filter: ListFilter = ListFilter()) throws -> [ReceiptView] {
+        var out: [ReceiptView] = []
+        try forEachListed(filter) { out.append($0) }
+        return out
+    }
+
+    /// The receipts `list` shows, oldest date first, handed to `body` one at a time: memory holds
+    /// `chunk` receipts and their files, not the vault's (the filter is checked before the first).
+    public func forEachListed(_ filter: ListFilter = ListFilter(), chunk: Int = 256,
+                              _ body: (ReceiptView) throws -> Void) throws {
         let from = try filter.from.map(Validate.date)
         let to = try filter.to.map(Validate.date)
         let status = try filter.status.map(Validate.status)
-        return try wrapped {
+        try wrapped {
             try catalog.read { db in
                 if let zone = filter.zone { _ = try requireZone(db, zone) }
                 let scope = ReceiptScope(zone: filter.zone, from: from, to: to, merchant: filter.merchant,
                                          category: filter.category, status: status)
-                return views(try Catalog.receipts(db, in: scope), files: try Catalog.files(db, in: scope))
+                var pending: [Receipt] = []
+                pending.reserveCapacity(chunk)
+                // Files are asked a chunk of receipts at a time: one query each, by the attachments' key.
+                func flush() throws {
+                    for view in try views(db, pending) { try body(view) }
+                    pending.removeAll(keepingCapacity: true)
+                }
+                try Catalog.forEachReceipt(db, in: scope) { receipt in
+                    pending.append(receipt)
+                    if pending.count >= chunk { try flush() }
+                }
+                try flush()
             }
         }
     }

@@ -6,8 +6,9 @@ public enum WireProtocol {
     public static let version = "v1"
     /// Additions within v1 that old peers ignore: 2 (2026-11-25) adds a receipt's claim fields
     /// (`status`, `claim`, `reimbursedOn`); 3 adds extracted text (`/v1/text`) and the revision
-    /// exchange (`Receipt-Revision`). See "Revisions" in docs/PROTOCOL.md.
-    public static let revision = 3
+    /// exchange (`Receipt-Revision`); 4 the account's text counter (`textSeq` of `GET /v1/account`).
+    /// See "Revisions" in docs/PROTOCOL.md.
+    public static let revision = 4
     /// Most records a pull returns in one page.
     public static let maxPageSize = 500
     /// Default page size of a pull.
@@ -29,9 +30,13 @@ public struct WireAccount: Codable, Sendable, Equatable {
     public var account: String
     /// The server's protocol revision (absent from servers before revision 3).
     public var revision: Int?
-    public init(account: String, revision: Int? = WireProtocol.revision) {
+    /// The account's text counter (docs/PROTOCOL.md, "Extracted text"; absent before revision 4):
+    /// it moves whenever a text the account can read is stored on the server.
+    public var textSeq: Int64?
+    public init(account: String, revision: Int? = WireProtocol.revision, textSeq: Int64? = nil) {
         self.account = account
         self.revision = revision
+        self.textSeq = textSeq
     }
 }
 

@@ -75,7 +75,7 @@ final class ServerAuthorizationTests: XCTestCase {
         }
         // A valid token works.
         let me = try await s.raw.call(.GET, "/v1/account", token: s.tokens["alice"])
-        checkEqual(try JSONDecoder().decode(WireAccount.self, from: Data(me.body)), WireAccount(account: "alice"))
+        checkEqual(try JSONDecoder().decode(WireAccount.self, from: Data(me.body)), WireAccount(account: "alice", textSeq: 0))
         // Tokens are stored only as hashes.
         let sqlite = try Data(contentsOf: URL(fileURLWithPath: s.server.data + "/server.sqlite"))
         for token in s.tokens.values { XCTAssertNil(sqlite.range(of: Data(token.utf8))) }

@@ -10,7 +10,7 @@ import XCTest
 final class ServerMigrationTests: XCTestCase {
     static let token = String(repeating: "7", count: 64)
     static let blob = String(repeating: "b", count: 64)
-    static let payload = #"{"merchant":"Bakery","date":"2020-01-02","total":"1.50","tags":[],"attachments":[],"createdAt":1,"modifiedAt":1}"#
+    static let payload = #"{"merchant":"Bakery","date":"2020-01-02","total":"1.50","tags":[],"attachments":[{"sha256":"\#(blob)","size":10,"filename":"rye.jpg","mediaType":"image/jpeg"}],"createdAt":1,"modifiedAt":1}"#
 
     func testAnOldSQLiteCatalogIsMigratedInPlaceAndANewerOneRefused() async throws {
         let folder = TemporaryFolder("receipt-server-migration")
@@ -28,6 +28,13 @@ final class ServerMigrationTests: XCTestCase {
                 try db.execute(sql: "INSERT INTO zones(id, uid, ownerID, name, seq, createdAt) VALUES (1, 'u1', 1, 'home', 2, 5)")
                 try db.execute(sql: "INSERT INTO records(zoneID, id, changeTag, seq, payload) VALUES (1, 'r1', 't1', 1, ?), (1, 'r2', 't2', 2, NULL)",
                                arguments: [Self.payload])
+                try db.execute(sql: "INSERT INTO recordBlobs(zoneID, recordID, sha256) VALUES (1, 'r1', ?)", arguments: [Self.blob])
+            }
+            // The release before word search, with a text a member synced.
+            try ServerCatalog.migrator.migrate(old, upTo: "server-v4-text")
+            try await old.write { db in
+                try db.execute(sql: "INSERT INTO blobTexts(sha256, version, text, uploadedAt) VALUES (?, 'v1', 'Sourdough Roggenbrot', 7)",
+                               arguments: [Self.blob])
             }
             try old.close()
         }
@@ -44,6 +51,7 @@ final class ServerMigrationTests: XCTestCase {
         XCTAssertEqual(migrated.1, 6, "a blob's touchedAt starts at its creation")
         XCTAssertTrue(migrated.2)
         XCTAssertEqual(migrated.3, ["r1:bakery:2020-01-02"], "the web list's rows are made for the live records")
+        try await Self.assertSearchable(catalog, alice)
         try catalog.close()
 
         // A newer receipt's migration: refused, nothing changed, and the CLI says to upgrade.
@@ -72,21 +80,15 @@ final class ServerMigrationTests: XCTestCase {
         let folder = TemporaryFolder("receipt-server-migration-pg")
         let data = folder.file("server")
         // Version 1, as the first PostgreSQL-capable receipt left it, with an account and a blob.
-        let v1 = PostgresSchema.sql(ofVersion: 1).joined(separator: ";\n")
-        try cluster.psql(url, v1 + """
-            ;
-            CREATE TABLE receipt_schema (version INTEGER NOT NULL);
-            INSERT INTO receipt_schema(version) VALUES (1);
-            INSERT INTO accounts(id, name, created_at) VALUES (1, 'alice', 5);
-            INSERT INTO tokens(account_id, label, token_hash, created_at) VALUES (1, 'default', '\(ServerCatalog.tokenHash(Self.token))', 5);
-            INSERT INTO blobs(sha256, size, created_at, touched_at) VALUES ('\(Self.blob)', 10, 6, 6);
-            INSERT INTO zones(id, uid, owner_id, name, seq, created_at) VALUES (1, 'u1', 1, 'home', 2, 5);
+        try Self.oldPostgres(cluster, url, version: 1, """
             INSERT INTO records(zone_id, id, change_tag, seq, payload) VALUES (1, 'r1', 't1', 1, '\(Self.payload)'), (1, 'r2', 't2', 2, NULL);
             """)
         let store = try await ServerDatabase(url).open(dataPath: data)
         let alice = try await store.authenticate(token: Self.token)
         XCTAssertEqual(alice?.name, "alice", "the account's token works after the migration")
         try await store.close()
+        XCTAssertEqual(try cluster.psql(url, "SELECT search::text FROM web_rows").trimmingCharacters(in: .whitespacesAndNewlines),
+                       "'1':2 '50':3 'bakery':1 'jpg':5 'rye':4", "the word search's documents are made for the rows there are")
         let trimmed = { (s: String) in s.trimmingCharacters(in: .whitespacesAndNewlines) }
         XCTAssertEqual(trimmed(try cluster.psql(url, "SELECT max(version) FROM receipt_schema")), "\(PostgresSchema.currentVersion)")
         XCTAssertEqual(trimmed(try cluster.psql(url, "SELECT count(*) FROM blobs")), "1")
@@ -107,5 +109,73 @@ final class ServerMigrationTests: XCTestCase {
         let result = try await CLI.run(["server", "account-list", "--data", data, "--database", url], in: folder)
         XCTAssertNotEqual(result.status, 0)
         XCTAssertTrue(result.stderr.contains("newer receipt"), result.stderr)
+    }
+
+    /// A database as the receipt of schema `version` left it, with alice, her token, a blob and the
+    /// zone home; then `rows`.
+    static func oldPostgres(_ cluster: PostgresCluster, _ url: String, version: Int, _ rows: String) throws {
+        let schema = (1...version).flatMap(PostgresSchema.sql(ofVersion:)).joined(separator: ";\n")
+        try cluster.psql(url, schema + """
+            ;
+            CREATE TABLE receipt_schema (version INTEGER NOT NULL);
+            INSERT INTO receipt_schema(version) VALUES (\(version));
+            INSERT INTO accounts(id, name, created_at) VALUES (1, 'alice', 5);
+            INSERT INTO tokens(account_id, label, token_hash, created_at) VALUES (1, 'default', '\(ServerCatalog.tokenHash(Self.token))', 5);
+            INSERT INTO blobs(sha256, size, created_at, touched_at) VALUES ('\(Self.blob)', 10, 6, 6);
+            INSERT INTO zones(id, uid, owner_id, name, seq, created_at) VALUES (1, 'u1', 1, 'home', 2, 5);
+            \(rows)
+            """)
+    }
+
+    /// The migrated catalog finds the record r1 by its metadata and by the text of its blob.
+    static func assertSearchable(_ store: any ServerStore, _ caller: Account?) async throws {
+        let web = try XCTUnwrap(store as? any WebStore)
+        let alice = try XCTUnwrap(caller)
+        for words in [["bakery"], ["sourd", "roggen"], ["rye", "sourdough"]] {
+            let page = try await web.webZonePage(owner: "alice", name: "home", filter: WebFilter(words: words), offset: 0, limit: 50,
+                                                 caller: alice)
+            XCTAssertEqual(page.receipts.map(\.id), ["r1"], "\(words)")
+        }
+    }
+
+    /// A database of version 3 (the release before word search) with a text a member synced: its
+    /// rows and texts are indexed by the migration.
+    func testAPostgreSQLDatabaseOfTheReleaseBeforeWordSearchIsIndexedFromWhatItHolds() async throws {
+        let cluster = try PostgresCluster.shared()
+        let url = try cluster.createDatabase()
+        let folder = TemporaryFolder("receipt-server-migration-pg-search")
+        try Self.oldPostgres(cluster, url, version: 3, """
+            INSERT INTO records(zone_id, id, change_tag, seq, payload) VALUES (1, 'r1', 't1', 1, '\(Self.payload)');
+            INSERT INTO record_blobs(zone_id, record_id, sha256) VALUES (1, 'r1', '\(Self.blob)');
+            INSERT INTO blob_texts(sha256, version, text, uploaded_at) VALUES ('\(Self.blob)', 'v1', 'Sourdough Roggenbrot', 7);
+            """)
+        let store = try await ServerDatabase(url).open(dataPath: folder.file("server"))
+        let alice = try await store.authenticate(token: Self.token)
+        do {
+            try await Self.assertSearchable(store, alice)
+        } catch {
+            XCTFail("\(error)")
+        }
+        try await store.close()
+    }
+
+    /// A role that may not create the extension unaccent gets one sentence saying what to run, and
+    /// the database is left as it was; once an administrator created it, the same role migrates.
+    func testARoleThatCannotCreateUnaccentIsToldWhatToRunAndNothingChanges() async throws {
+        let cluster = try PostgresCluster.shared()
+        let url = try cluster.createDatabase()
+        let role = "plain_\(getpid())"
+        try cluster.psql(url, "CREATE ROLE \(role) LOGIN; GRANT CREATE ON SCHEMA public TO \(role)")
+        let plain = url.replacingOccurrences(of: "//\(cluster.user)@", with: "//\(role)@")
+        let folder = TemporaryFolder("receipt-server-migration-pg-unaccent")
+        let result = try await CLI.run(["server", "account-add", "alice", "--data", folder.file("server"), "--database", plain], in: folder)
+        XCTAssertNotEqual(result.status, 0)
+        XCTAssertTrue(result.stderr.contains("unaccent") && result.stderr.contains("CREATE EXTENSION unaccent")
+                      && result.stderr.contains("nothing was changed"), result.stderr)
+        XCTAssertEqual(result.stderr.split(separator: "\n").count, 1, result.stderr)
+        XCTAssertEqual(try cluster.psql(url, "SELECT to_regclass('receipt_schema') IS NULL").trimmingCharacters(in: .whitespacesAndNewlines), "t")
+        try cluster.psql(url, "CREATE EXTENSION unaccent")
+        let again = try await CLI.run(["server", "account-add", "alice", "--data", folder.file("server"), "--database", plain], in: folder)
+        XCTAssertEqual(again.status, 0, again.stderr)
     }
 }

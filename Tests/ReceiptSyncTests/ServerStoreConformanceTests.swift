@@ -238,6 +238,63 @@ class ServerStoreConformanceTests: XCTestCase {
         XCTAssertEqual(v21, 0)
     }
 
+    // MARK: Text counters
+
+    /// A stored text moves the counter of every account that can read its blob, once (a text kept
+    /// already moves nothing); sharing a zone moves the participant's. Texts stored at once through
+    /// two stores (two processes) each move it exactly once.
+    func testTextCountersMoveWithEachStoredTextForItsReaders() async throws {
+        let store = try await openStore()
+        let other = try await openStore()
+        let alice = try await account(store, "alice")
+        let bob = try await account(store, "bob")
+        let carol = try await account(store, "carol")
+        _ = try await store.createZone(owner: "alice", name: "household", caller: alice)
+        var blobs: [String] = []
+        for seed in 1...2 {
+            let bytes = TestData.random(100, seed: UInt64(seed))
+            let id = try XCTUnwrap(BlobID(hex: TestData.sha256(bytes)))
+            try await store.registerUploads([(id: id, size: 100)], caller: alice)
+            let incoming = try store.blobs.incoming()
+            try bytes.withUnsafeBytes { try incoming.append($0) }
+            _ = try store.blobs.install([try incoming.finish(expected: id)])
+            let recordID = String(Self.recordID.dropLast()) + String(seed)
+            let saved = try await store.push(WirePushRequest(records: [WirePushRecord(id: recordID, baseTag: nil,
+                                                                                      receipt: receipt("A", blobs: [(id.hex, 100)]))]),
+                                             owner: "alice", name: "household", caller: alice)
+            XCTAssertEqual(saved.results.first?.status, .saved)
+            blobs.append(id.hex)
+        }
+        func counters() async throws -> [Int64] {
+            [try await store.textSequence(caller: alice), try await store.textSequence(caller: bob),
+             try await store.textSequence(caller: carol)]
+        }
+        let v1 = try await counters()
+        XCTAssertEqual(v1, [0, 0, 0])
+        try await store.share(owner: "alice", name: "household", with: "bob", role: .read, caller: alice)
+        let v2 = try await counters()
+        XCTAssertEqual(v2, [0, 1, 0])
+        try await store.putText(blobs[0], version: "1", WireText(text: "hinges", failed: nil), caller: alice)
+        let v3 = try await counters()
+        XCTAssertEqual(v3, [1, 2, 0])
+        try await store.putText(blobs[0], version: "1", WireText(text: "kept already", failed: nil), caller: bob)
+        let v4 = try await counters()
+        XCTAssertEqual(v4, [1, 2, 0], "a text the server has moves nothing")
+        await assertServerError(404) { try await store.putText(blobs[0], version: "2", WireText(text: "x", failed: nil), caller: carol) }
+        // 20 texts through two stores at once: 20 moves, none lost, no deadlock between them.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for version in 2...11 {
+                for (i, blob) in blobs.enumerated() {
+                    let target = i == 0 ? store : other
+                    group.addTask { try await target.putText(blob, version: "\(version)", WireText(text: "t", failed: nil), caller: alice) }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let v5 = try await counters()
+        XCTAssertEqual(v5, [21, 22, 0])
+    }
+
     // MARK: Several processes on one catalog
 
     /// Two stores over one catalog (as two server processes): concurrent pushes to one zone get

@@ -130,6 +130,111 @@ class WebStoreTests: XCTestCase {
         XCTAssertEqual(mixed, ["Cab"], "one word in the text, the other in the metadata")
     }
 
+    /// Every word must begin a word of the metadata, a file name or a text, case and diacritics
+    /// folded; whatever a search box holds (quotes, `*`, `-`, `OR`, `NEAR`, parentheses, non-ASCII)
+    /// is searched as words, never read as query syntax, and never fails.
+    func testWordsMatchWordPrefixesFoldedAndNothingTypedIsQuerySyntax() async throws {
+        let store = try await openStore()
+        let olga = try await household(store)
+        _ = try await store.push(WirePushRequest(records: [
+            WirePushRecord(id: id(1), baseTag: nil, receipt: receipt("Café Crème", date: "2026-01-01", total: "4.20", note: "Straße",
+                                                                     file: "IMG_0042.jpg")),
+            WirePushRecord(id: id(2), baseTag: nil, receipt: receipt("Hardware Store", date: "2026-01-02", total: "31.00",
+                                                                     note: "near the station", claim: "HSA-7")),
+            WirePushRecord(id: id(3), baseTag: nil, receipt: receipt("Bakery", date: "2026-01-03", total: "2.10",
+                                                                     note: #"(sourdough) "best" -50% OR more"#)),
+            WirePushRecord(id: id(4), baseTag: nil, receipt: receipt("Книжный", date: "2026-01-04", total: "9.99", note: "ПОДАРОК")),
+        ]), owner: "olga", name: "home", caller: olga)
+        func merchants(_ q: String) async throws -> [String] {
+            try await store.webZonePage(owner: "olga", name: "home", filter: WebFilter(words: WebSearch.words(q)), offset: 0,
+                                        limit: 50, caller: olga).receipts.compactMap(\.receipt.merchant)
+        }
+        let all = ["Книжный", "Bakery", "Hardware Store", "Café Crème"]
+        let expected: [(String, [String])] = [
+            ("hard station", ["Hardware Store"]), ("caf", ["Café Crème"]), ("CAFE creme", ["Café Crème"]),
+            ("straße", ["Café Crème"]), ("afe", []), ("img_0042", ["Café Crème"]), ("0042", ["Café Crème"]),
+            ("hsa-7", ["Hardware Store"]), ("31.00", ["Hardware Store"]), ("31.0", ["Hardware Store"]), ("подарок", ["Книжный"]),
+            ("книж", ["Книжный"]), ("hard bakery", []),
+            (#""best""#, ["Bakery"]), ("(sourdough)", ["Bakery"]), ("-50", ["Bakery"]), ("OR", ["Bakery"]), ("more*", ["Bakery"]),
+            ("NEAR", ["Hardware Store"]), ("NEAR(station", []), (#""unterminated"#, []), (#"a"b"#, []), ("x OR y", []),
+            ("* - () ' % _ \\ \" ^", all), ("", all),
+        ]
+        for (q, want) in expected {
+            let found = try await merchants(q)
+            XCTAssertEqual(found, want, "q = \(q)")
+        }
+        XCTAssertEqual(WebSearch.words("a\u{0}b  c\td\ne *"), ["a", "b", "c", "d", "e"], "control characters separate words")
+        XCTAssertEqual(WebSearch.words((1...12).map(String.init).joined(separator: " ")).count, 10)
+    }
+
+    /// The text of a blob finds every live receipt referencing it, whichever arrives first; a receipt
+    /// deleted, moved to another zone or stripped of the blob stops matching there; a zone holding
+    /// texts can be deleted.
+    func testTextMatchesFollowRecordsBlobsAndZones() async throws {
+        let store = try await openStore()
+        let olga = try await household(store)
+        let other = String(repeating: "b", count: 64)
+        try await store.registerUploads([(try XCTUnwrap(BlobID(hex: other)), 3)], caller: olga)
+        _ = try await store.createZone(owner: "olga", name: "work", caller: olga)
+        var textless = receipt("Garage", date: "2026-02-01", total: nil)
+        textless.attachments = [WireAttachment(sha256: other, size: 3, filename: "b.pdf", mediaType: "application/pdf")]
+        let first = try await store.push(WirePushRequest(records: [
+            WirePushRecord(id: id(1), baseTag: nil, receipt: receipt("Pharmacy", date: "2026-01-02", total: "12.00")),
+            WirePushRecord(id: id(2), baseTag: nil, receipt: textless)]), owner: "olga", name: "home", caller: olga)
+        var tags = Dictionary(uniqueKeysWithValues: first.results.map { ($0.id, $0.changeTag ?? "") })
+        func merchants(_ zone: String, _ words: [String]) async throws -> [String] {
+            try await store.webZonePage(owner: "olga", name: zone, filter: WebFilter(words: words), offset: 0, limit: 50,
+                                        caller: olga).receipts.compactMap(\.receipt.merchant)
+        }
+        try await store.putText(String(repeating: "a", count: 64), version: "test-1",
+                                WireText(text: "AMOXICILLIN 500 mg Ärztin", failed: nil), caller: olga)
+        try await store.putText(other, version: "test-1", WireText(text: nil, failed: "tesseract crashed"), caller: olga)
+        let byText = try await merchants("home", ["amoxi", "arztin"])
+        XCTAssertEqual(byText, ["Pharmacy"], "text-only words, prefix and diacritics folded, once the text arrives")
+        let mixed = try await merchants("home", ["pharm", "500"])
+        XCTAssertEqual(mixed, ["Pharmacy"], "one word in the metadata, the other in the text")
+
+        // A receipt made after the text: found by it at once (the blob's text is there already).
+        _ = try await store.push(WirePushRequest(records: [
+            WirePushRecord(id: id(3), baseTag: nil, receipt: receipt("Clinic", date: "2026-01-05", total: nil))]),
+            owner: "olga", name: "work", caller: olga)
+        let inWork = try await merchants("work", ["amoxicillin"])
+        XCTAssertEqual(inWork, ["Clinic"], "each zone finds its own receipts only")
+
+        // Edited (still with the blob): still found; moved to another zone: found there, not here.
+        let edit = WirePushRecord(id: id(1), baseTag: tags[id(1)], receipt: receipt("Pharmacy", date: "2026-01-02", total: "12.50"))
+        let edited = try await store.push(WirePushRequest(records: [edit]), owner: "olga", name: "home", caller: olga)
+        tags[id(1)] = edited.results.first?.changeTag ?? ""
+        let afterEdit = try await merchants("home", ["amoxicillin", "12.50"])
+        XCTAssertEqual(afterEdit, ["Pharmacy"])
+        _ = try await store.push(WirePushRequest(records: [WirePushRecord(id: id(1), baseTag: tags[id(1)], receipt: nil)]),
+                                 owner: "olga", name: "home", caller: olga)
+        _ = try await store.push(WirePushRequest(records: [
+            WirePushRecord(id: id(1), baseTag: nil, receipt: receipt("Pharmacy", date: "2026-01-02", total: "12.50"))]),
+            owner: "olga", name: "work", caller: olga)
+        let moved = (try await merchants("home", ["amoxicillin"]), try await merchants("work", ["amoxicillin"]))
+        XCTAssertEqual(moved.0, [], "a receipt moved out of a zone stops matching there")
+        XCTAssertEqual(moved.1, ["Clinic", "Pharmacy"])
+
+        // The blob taken off a receipt: its text no longer finds it, its metadata still does.
+        let clinic = try await store.changes(owner: "olga", name: "work", since: nil, limit: 50, caller: olga)
+        let clinicTag = try XCTUnwrap(clinic.records.first { $0.id == id(3) }?.changeTag)
+        var bare = receipt("Clinic", date: "2026-01-05", total: nil)
+        bare.attachments = []
+        _ = try await store.push(WirePushRequest(records: [WirePushRecord(id: id(3), baseTag: clinicTag, receipt: bare)]),
+                                 owner: "olga", name: "work", caller: olga)
+        let stripped = (try await merchants("work", ["amoxicillin"]), try await merchants("work", ["clinic"]))
+        XCTAssertEqual(stripped.0, ["Pharmacy"])
+        XCTAssertEqual(stripped.1, ["Clinic"])
+        let failed = try await merchants("home", ["tesseract"])
+        XCTAssertEqual(failed, [], "an extractor's failure is no text")
+
+        try await store.deleteZone(owner: "olga", name: "work", caller: olga)
+        _ = try await store.createZone(owner: "olga", name: "work", caller: olga)
+        let recreated = try await merchants("work", ["amoxicillin"])
+        XCTAssertEqual(recreated, [], "a deleted zone's receipts are gone from the index")
+    }
+
     func testPasswordsSessionsAndTheirRevocation() async throws {
         let store = try await openStore()
         let olga = try await account(store, "olga")

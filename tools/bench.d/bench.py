@@ -31,6 +31,7 @@ import extract  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 TOOLS = ("cp", "receipt", "borg", "restic", "git-annex", "cp+sha256sum")
+STEPS = ("import", "reimport", "verify", "export", "gc", "auto", "manifest", "extract", "sync")
 PACKAGES = {"borg": "borgbackup", "restic": "restic", "git-annex": "git-annex", "git": "git",
             "/usr/bin/time": "time", "sha256sum": "coreutils"}
 MB = 1e6
@@ -533,9 +534,16 @@ class Bench:
             self.run(self.rc(va, "list", "--json"), "receipt", out=self.path("list.json"))
             with open(self.path("list.json")) as f:
                 rid = json.load(f)[0]["id"]
-            self.run(self.rc(va, "edit", rid, "--note", "edited by tools/bench"), "receipt")
-            self.measure(steps[2], "receipt", lambda m: m.time(self.rc(va, "sync")))
-            self.measure(steps[3], "receipt", lambda m: m.time(self.rc(vb, "sync")))
+            edits = itertools.count(1)
+
+            def edit(push=False):
+                # A new note each time, so every repeated run has exactly one change to carry.
+                self.run(self.rc(va, "edit", rid, "--note", "edited by tools/bench %d" % next(edits)), "receipt")
+                if push:
+                    self.run(self.rc(va, "sync"), "receipt")
+            self.measure(steps[2], "receipt", lambda m: m.time(self.rc(va, "sync")), repeat=True, reset=edit)
+            self.measure(steps[3], "receipt", lambda m: m.time(self.rc(vb, "sync")), repeat=True,
+                         reset=lambda: edit(push=True))
         except (NotAvailable, Failed, OSError, ValueError, KeyError) as e:
             done = {r["step"] for r in self.rows}
             for s in steps:
@@ -645,7 +653,10 @@ def main():
     ap.add_argument("--tools", default=",".join(TOOLS), help="subset of %(default)s")
     ap.add_argument("--timeout", type=int, help="seconds per command (default 900, quick 180)")
     ap.add_argument("--repeat", type=int, default=1, metavar="N",
-                    help="best of N runs for the steps that can be repeated (re-import, verify, export)")
+                    help="best of N runs for the steps that can be repeated (re-import, verify, export, one-edit sync)")
+    ap.add_argument("--steps", default=",".join(STEPS), metavar="sync,...",
+                    help="run only these steps (default all: %(default)s); re-import, verify, export and gc "
+                         "need import; `--steps sync --tools receipt` times the sync steps alone")
     ap.add_argument("--keep", action="store_true", help="keep repositories and vaults under WORK/run")
     ap.add_argument("--scale", action="store_true",
                     help="only how each command grows with a vault of 10,000 to 1,000,000 receipts (bench.d/scale.py)")
@@ -653,10 +664,16 @@ def main():
                     help="vault sizes for --scale (default %(default)s)")
     ap.add_argument("--skip", default="", metavar="index,sync",
                     help="with --scale: leave out text extraction and search (index), or the sync steps (sync)")
+    ap.add_argument("--sync-pair", metavar="OLD",
+                    help="only the one-edit sync, this receipt (--receipt or the release build) against the OLD "
+                         "binary, round by round side by side (tools/bench.d/syncpair.py)")
+    ap.add_argument("--rounds", type=int, default=10, metavar="N", help="rounds of --sync-pair (default %(default)s)")
     ap.add_argument("--web", action="store_true",
                     help="only the web view's page latency on a 10,000-receipt zone (tools/bench.d/web.py)")
     ap.add_argument("--extract", action="store_true",
                     help="only text extraction: born-digital PDFs/s and OCR pages/s of `receipt index` (bench.d/extract.py)")
+    ap.add_argument("--baseline", metavar="PATH",
+                    help="with --web: another receipt binary, measured side by side, request by request")
     a = ap.parse_args()
     if a.extract:
         a.timeout = a.timeout or 900
@@ -675,8 +692,26 @@ def main():
         b = Bench(a)
         os.makedirs(b.logs, exist_ok=True)
         b.build_receipt()
-        text = web.run(b.receipt, tempfile.mkdtemp(prefix="web-", dir=os.makedirs(a.work, exist_ok=True) or a.work))
+        text = web.run(b.receipt, tempfile.mkdtemp(prefix="web-", dir=os.makedirs(a.work, exist_ok=True) or a.work),
+                       baseline=a.baseline and os.path.abspath(a.baseline))
         with open(a.out or os.path.join(a.work, "web-results.md"), "w") as f:
+            f.write(text)
+        return
+    if a.sync_pair:
+        import syncpair
+        b = Bench(a)
+        fresh_dir(b.run_dir, RUN_TAG)
+        os.makedirs(b.logs)
+        b.build_receipt()
+        if not b.receipt:
+            sys.exit("bench: no receipt binary: %s" % b.why_not)
+        big = corpus.generate(os.path.join(b.work, "corpus"), "quick" if a.quick else "standard")
+        text = syncpair.run(a.sync_pair, b.receipt, b.files, b.run_dir, max(a.rounds, 1), b.env, b.log)
+        head = "## tools/bench --sync-pair, %s\n\nCorpus: %d files (%d unique blobs), imported with --no-index.\n" % (
+            time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), big["files"], big["unique_blobs"])
+        text = head + "Command: `%s`.\n\n%s" % (" ".join(["tools/bench"] + sys.argv[1:]), text)
+        print(text)
+        with open(a.out or os.path.join(b.work, "sync-pair-results.md"), "w") as f:
             f.write(text)
         return
     if a.scale:
@@ -700,6 +735,8 @@ def main():
         b.log("results in %s" % out)
         return
     a.timeout = a.timeout or (180 if a.quick else 900)
+    if set(a.steps.split(",")) - set(STEPS):
+        ap.error("--steps: unknown steps %s" % ", ".join(sorted(set(a.steps.split(",")) - set(STEPS))))
     unknown = set(a.tools.split(",")) - set(TOOLS)
     if unknown:
         ap.error("unknown tools: %s" % ", ".join(sorted(unknown)))
@@ -714,22 +751,28 @@ def main():
         f.write("bench\n")
     b.log("corpus in %s" % b.work)
     big = corpus.generate(os.path.join(b.work, "corpus"), "quick" if a.quick else "standard")
-    small = corpus.generate(os.path.join(b.work, "small"), rows=10000 if a.quick else 100000)
+    steps = set(a.steps.split(","))
+    rows = 10000 if a.quick else 100000
+    # The 100,000-file corpus only for the steps that read it.
+    small = corpus.generate(os.path.join(b.work, "small"), rows=rows) if "manifest" in steps else {"rows": rows}
     with open(os.path.join(b.work, "corpus", "manifest.csv")) as f:
         manifest_rows = list(csv.DictReader(f))
     b.build_receipt()
     b.warm(b.files)
-    b.step_import()
-    b.step_reimport()
-    b.step_verify()
-    b.step_export()
-    b.step_gc(manifest_rows)
-    b.step_auto(big["bytes"])
-    b.warm(os.path.join(b.work, "small"))
+    for name, step in (("import", b.step_import), ("reimport", b.step_reimport), ("verify", b.step_verify),
+                       ("export", b.step_export), ("gc", lambda: b.step_gc(manifest_rows)),
+                       ("auto", lambda: b.step_auto(big["bytes"]))):
+        if name in steps:
+            step()
+    if "manifest" in steps:
+        b.warm(os.path.join(b.work, "small"))
     if "receipt" in b.tools:
-        b.step_manifest(small)
-        extract.step(b, a.quick)
-        b.step_sync(big["bytes"])
+        if "manifest" in steps:
+            b.step_manifest(small)
+        if "extract" in steps:
+            extract.step(b, a.quick)
+        if "sync" in steps:
+            b.step_sync(big["bytes"])
     versions = b.versions()
     head = ["## tools/bench results, %s" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "",
             "Machine: %s, %d cores, Linux %s. Corpus: %d files, %.0f MB (%.0f MB unique), seed %d%s. "

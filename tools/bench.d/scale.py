@@ -83,7 +83,8 @@ class Scale:
             self.cells["sync (first, whole vault)", n] = self.cells["sync (one edit)", n] = "skipped (--skip sync)"
         else:
             self.sync(n, vault)
-        subprocess.run(["rm", "-rf", vault, b.path("server-%d" % n)])
+        if not getattr(b.a, "keep", False):  # --keep: the vault stays for experiments (a million takes minutes to build)
+            subprocess.run(["rm", "-rf", vault, b.path("server-%d" % n)])
 
     def sync(self, n, vault):
         b, timeout = self.b, self.b.a.timeout

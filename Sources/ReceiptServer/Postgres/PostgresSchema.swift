@@ -149,6 +149,16 @@ enum PostgresSchema {
                 CHECK ((text IS NULL) <> (failure IS NULL)))
             """,
         ],
+        // Version 4: each account's text counter (ServerCatalog+Text.swift, "server-v5-text-seq").
+        [
+            """
+            CREATE TABLE text_seqs (
+                account_id BIGINT PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+                seq BIGINT NOT NULL)
+            """,
+        ],
+        // Version 5: the web list's word search (PostgresWebSearch.swift).
+        PostgresWebSearch.migration,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -7,12 +7,37 @@ extension PostgresServerStore {
         let now = Self.now()
         try await transaction { db in
             guard try await Self.canRead(db, blob: sha256, caller: caller) else { throw ServerError.notFound("blob \(sha256)") }
-            try await db.run("""
+            let stored = try await db.run("""
                 INSERT INTO blob_texts(sha256, version, text, failure, uploaded_at)
                 VALUES (\(sha256), \(version), \(text.text), \(text.failed), \(now))
-                ON CONFLICT (sha256, version) DO NOTHING
+                ON CONFLICT (sha256, version) DO NOTHING RETURNING sha256
+                """)
+            guard stored > 0 else { return }
+            // The readers' counters, in the same transaction (see ServerCatalog.bumpTextReaders); rows
+            // locked in account order, so two texts stored at once never wait on each other in a cycle.
+            try await db.run("""
+                INSERT INTO text_seqs(account_id, seq)
+                SELECT id, 1 FROM (SELECT z.owner_id AS id FROM record_blobs rb JOIN zones z ON z.id = rb.zone_id
+                                   WHERE rb.sha256 = \(sha256)
+                                   UNION SELECT s.account_id FROM record_blobs rb JOIN shares s ON s.zone_id = rb.zone_id
+                                   WHERE rb.sha256 = \(sha256)) readers
+                ORDER BY id
+                ON CONFLICT (account_id) DO UPDATE SET seq = text_seqs.seq + 1
                 """)
         }
+    }
+
+    public func textSequence(caller: Account) async throws -> Int64 {
+        try await transaction { db in
+            try await db.value("SELECT seq FROM text_seqs WHERE account_id = \(caller.id)", as: Int64.self) ?? 0
+        }
+    }
+
+    static func bumpTextSeq(_ db: PostgresConnection, account: Int64) async throws {
+        try await db.run("""
+            INSERT INTO text_seqs(account_id, seq) VALUES (\(account), 1)
+            ON CONFLICT (account_id) DO UPDATE SET seq = text_seqs.seq + 1
+            """)
     }
 
     public func textWant(_ blobs: [String], version: String, caller: Account) async throws -> [String] {

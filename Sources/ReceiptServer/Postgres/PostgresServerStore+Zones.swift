@@ -112,6 +112,8 @@ extension PostgresServerStore {
                 INSERT INTO shares(zone_id, account_id, role) VALUES (\(zone.id), \(target), \(role.rawValue))
                 ON CONFLICT (zone_id, account_id) DO UPDATE SET role = excluded.role
                 """)
+            // The zone's texts become readable to the participant: its vaults ask again.
+            try await Self.bumpTextSeq(db, account: target)
         }
     }
 

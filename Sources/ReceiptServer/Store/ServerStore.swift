@@ -49,6 +49,8 @@ public protocol ServerStore: AnyObject, Sendable {
     func putText(_ sha256: String, version: String, _ text: WireText, caller: Account) async throws
     func textWant(_ blobs: [String], version: String, caller: Account) async throws -> [String]
     func texts(_ blobs: [String], version: String, caller: Account, byteLimit: Int) async throws -> WireTextFetchResponse
+    /// The caller's text counter: it moves whenever a text the caller can read is stored.
+    func textSequence(caller: Account) async throws -> Int64
 
     /// Releases the database (connections, file handles).
     func close() async throws

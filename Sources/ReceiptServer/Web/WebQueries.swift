@@ -5,7 +5,7 @@ import ReceiptWire
 
 /// What the receipt list is filtered by (every field optional).
 struct WebFilter: Sendable {
-    /// Each must appear in the receipt's metadata, an attachment's name or its text.
+    /// Each must begin a word of the receipt's metadata, an attachment's name or its text (WebSearch).
     var words: [String] = []
     var from: String?
     var to: String?
@@ -64,53 +64,66 @@ extension ServerCatalog {
     /// `webRows` holds, per live record, the columns the receipt list filters, sorts and sums by,
     /// kept by triggers on `records` (so every write path, sync or web, keeps it current without
     /// knowing of it). Reading them from the JSON payload meant parsing every receipt of the zone
-    /// for each page: 70–270 ms on a zone of 10,000 (tools/bench --web).
+    /// for each page: 70–270 ms on a zone of 10,000 (tools/bench --web). Migration `server-web-search`
+    /// makes it again with a rowid of its own (WebSearch.swift).
     static func registerWebRowsMigration(_ m: inout DatabaseMigrator) {
         m.registerMigration("server-web-rows") { db in
-            // SQLite 3.40 (Debian 12) has no concat_ws: absent fields are joined as empty strings.
-            func columns(_ r: String) -> String {
-                func field(_ key: String) -> String { "coalesce(json_extract(\(r).payload, '$.\(key)'), '')" }
-                let words = ["merchant", "category", "note", "total", "claim", "tags"].map(field).joined(separator: " || ' ' || ")
-                return """
-                    json_extract(\(r).payload, '$.date'), coalesce(json_extract(\(r).payload, '$.createdAt'), 0),
-                    lower(json_extract(\(r).payload, '$.merchant')), lower(json_extract(\(r).payload, '$.category')),
-                    json_extract(\(r).payload, '$.status'), json_extract(\(r).payload, '$.currency'),
-                    json_extract(\(r).payload, '$.total'),
-                    lower(\(words) || ' ' || coalesce((SELECT group_concat(json_extract(a.value, '$.filename'), ' ')
-                                                     FROM json_each(\(r).payload, '$.attachments') a), ''))
-                    """
-            }
-            let insert = "INSERT INTO webRows(zoneID, id, date, createdAt, merchant, category, status, currency, total, words)"
             try db.execute(sql: """
                 CREATE TABLE webRows (
                     zoneID INTEGER NOT NULL,
-                    id TEXT NOT NULL,
-                    date TEXT,
-                    createdAt INTEGER NOT NULL,
-                    merchant TEXT,
-                    category TEXT,
-                    status TEXT,
-                    currency TEXT,
-                    total TEXT,
-                    words TEXT NOT NULL,
+                    \(webRowsColumns),
                     PRIMARY KEY (zoneID, id)
                 ) WITHOUT ROWID;
-                CREATE INDEX webRows_by_date ON webRows(zoneID, date DESC, createdAt DESC, id);
-                -- Covers the count and totals of every filter but words: no row is looked up for them.
-                CREATE INDEX webRows_by_amount ON webRows(zoneID, currency, total, date, status, category, merchant);
-                CREATE TRIGGER records_webRows_insert AFTER INSERT ON records WHEN new.payload IS NOT NULL BEGIN
-                    \(insert) SELECT new.zoneID, new.id, \(columns("new"));
-                END;
-                CREATE TRIGGER records_webRows_update AFTER UPDATE ON records BEGIN
-                    DELETE FROM webRows WHERE zoneID = old.zoneID AND id = old.id;
-                    \(insert) SELECT new.zoneID, new.id, \(columns("new")) WHERE new.payload IS NOT NULL;
-                END;
-                CREATE TRIGGER records_webRows_delete AFTER DELETE ON records BEGIN
-                    DELETE FROM webRows WHERE zoneID = old.zoneID AND id = old.id;
-                END;
-                \(insert) SELECT r.zoneID, r.id, \(columns("r")) FROM records r WHERE r.payload IS NOT NULL;
+                \(webRowsIndexesAndTriggers)
                 """)
         }
+    }
+
+    /// The columns of `webRows` after its zone.
+    static let webRowsColumns = """
+        id TEXT NOT NULL,
+        date TEXT,
+        createdAt INTEGER NOT NULL,
+        merchant TEXT,
+        category TEXT,
+        status TEXT,
+        currency TEXT,
+        total TEXT,
+        words TEXT NOT NULL
+        """
+
+    /// The indexes of `webRows`, the triggers on `records` that keep it, and its rows of the records there are.
+    static var webRowsIndexesAndTriggers: String {
+        // SQLite 3.40 (Debian 12) has no concat_ws: absent fields are joined as empty strings.
+        func columns(_ r: String) -> String {
+            func field(_ key: String) -> String { "coalesce(json_extract(\(r).payload, '$.\(key)'), '')" }
+            let words = ["merchant", "category", "note", "total", "claim", "tags"].map(field).joined(separator: " || ' ' || ")
+            return """
+                json_extract(\(r).payload, '$.date'), coalesce(json_extract(\(r).payload, '$.createdAt'), 0),
+                lower(json_extract(\(r).payload, '$.merchant')), lower(json_extract(\(r).payload, '$.category')),
+                json_extract(\(r).payload, '$.status'), json_extract(\(r).payload, '$.currency'),
+                json_extract(\(r).payload, '$.total'),
+                lower(\(words) || ' ' || coalesce((SELECT group_concat(json_extract(a.value, '$.filename'), ' ')
+                                                 FROM json_each(\(r).payload, '$.attachments') a), ''))
+                """
+        }
+        let insert = "INSERT INTO webRows(zoneID, id, date, createdAt, merchant, category, status, currency, total, words)"
+        return """
+            CREATE INDEX webRows_by_date ON webRows(zoneID, date DESC, createdAt DESC, id);
+            -- Covers the count and totals of every filter but words: no row is looked up for them.
+            CREATE INDEX webRows_by_amount ON webRows(zoneID, currency, total, date, status, category, merchant);
+            CREATE TRIGGER records_webRows_insert AFTER INSERT ON records WHEN new.payload IS NOT NULL BEGIN
+                \(insert) SELECT new.zoneID, new.id, \(columns("new"));
+            END;
+            CREATE TRIGGER records_webRows_update AFTER UPDATE ON records BEGIN
+                DELETE FROM webRows WHERE zoneID = old.zoneID AND id = old.id;
+                \(insert) SELECT new.zoneID, new.id, \(columns("new")) WHERE new.payload IS NOT NULL;
+            END;
+            CREATE TRIGGER records_webRows_delete AFTER DELETE ON records BEGIN
+                DELETE FROM webRows WHERE zoneID = old.zoneID AND id = old.id;
+            END;
+            \(insert) SELECT r.zoneID, r.id, \(columns("r")) FROM records r WHERE r.payload IS NOT NULL;
+            """
     }
 
     /// One page of the zone's live receipts, newest date first (undated last), with the count and
@@ -132,13 +145,10 @@ extension ServerCatalog {
             if let status = filter.status {
                 status == "none" ? add("w.status IS NULL", []) : add("w.status = ?", [status])
             }
-            // Each word in the metadata or in the text extracted from one of the receipt's blobs
-            // (any extractor version; `blobTexts`, filled through sync by the members who extracted it).
-            for word in filter.words {
-                add("""
-                    (instr(w.words, lower(?)) > 0 OR EXISTS (SELECT 1 FROM recordBlobs rb JOIN blobTexts t ON t.sha256 = rb.sha256
-                     WHERE rb.zoneID = w.zoneID AND rb.recordID = w.id AND instr(lower(t.text), lower(?)) > 0))
-                    """, [word, word])
+            // Every word, as a prefix, in the metadata or the text of one of the receipt's blobs: one
+            // lookup in the full-text index, whose rows are those of every zone (WebSearch.swift).
+            if let match = WebSearch.match(filter.words) {
+                add("w.docID IN (SELECT rowid FROM webSearch WHERE webSearch MATCH ?)", [match])
             }
             let whereSQL = clauses.joined(separator: " AND ")
             var pageArguments = arguments

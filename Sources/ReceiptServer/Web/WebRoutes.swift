@@ -204,7 +204,7 @@ struct WebRoutes {
             return text
         }
         var filter = WebFilter()
-        filter.words = (value("q") ?? "").split(whereSeparator: { $0 == " " }).map(String.init).prefix(10).map { $0 }
+        filter.words = WebSearch.words(value("q") ?? "")
         filter.from = try value("from").map { try Self.checkDate($0, "from") }
         filter.to = try value("to").map { try Self.checkDate($0, "to") }
         filter.merchant = value("merchant")

@@ -22,6 +22,8 @@ enum FsckFix: Sendable, Equatable {
     case rebuildCatalog(String)
     /// The search index disagrees with the catalog (its problems): rebuild it whole.
     case rebuildSearchIndex(String)
+    /// The counts kept for `stats` disagree with a recount (the differences): recount.
+    case recount(String)
     /// Vault paths others can read (the problem, without advice): take the permissions away.
     case tighten([String], String)
     case recreateZone(String)

@@ -94,6 +94,7 @@ extension Vault {
             do {
                 try await vault.checkInvariants(options, sink: sink)
                 try vault.checkSearchIndex(quick: options.quick, sink: sink)
+                try vault.checkKeptCounts(sink: sink)
             } catch let error as CancellationError {
                 throw error
             } catch {

@@ -63,6 +63,10 @@ extension Vault {
             try catalog.rebuildSearchIndex()
             problem.detail = found + ": rebuilt it from the catalog and the stored text"
             problem.repaired = true
+        case .recount(let found):
+            try catalog.recountKeptCounts()
+            problem.detail = found + ": recounted"
+            problem.repaired = true
         case .tighten(let paths, let found):
             let failed = Self.tighten(paths)
             problem.detail = found + (failed.isEmpty ? ": now readable by the owner only" : ": \(failed.count) could not be changed")

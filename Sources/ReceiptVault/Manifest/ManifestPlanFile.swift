@@ -22,8 +22,15 @@ final class ManifestPlanFile {
     init(interim: String) throws {
         try FileSystem.makeDirectories(interim, mode: 0o700)
         Self.removeStale(in: interim)
-        (path, lock) = try Self.createLocked(in: interim)
+        path = interim + "/" + SecureRandom.hex(16) + Self.suffix
+        // Created under a name the next import does not match and locked before it takes its plan
+        // name: a plan file is never seen unlocked while its import runs, so any unlocked one is stale.
+        let unnamed = path + ".new"
+        let fd = try FileDescriptor.open(unnamed, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600)
+        lock = fd
         do {
+            try fd.lock()
+            try FileSystem.rename(unnamed, path)
             var handle: OpaquePointer?
             let code = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
             db = handle
@@ -56,32 +63,8 @@ final class ManifestPlanFile {
         lock = nil
     }
 
-    /// A new plan file, locked. Between its creation and its lock the file is unlocked, and another
-    /// import's `removeStale` may remove it as a killed import's: then its name no longer leads to
-    /// the file this one locked, and a new name is tried.
-    private static func createLocked(in interim: String) throws -> (String, FileDescriptor) {
-        var attempts = 0
-        while true {
-            let path = interim + "/" + SecureRandom.hex(16) + suffix
-            let fd = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600)
-            do {
-                try fd.lock()
-                let held = try fd.stat()
-                if let named = try FileSystem.status(path), named.inode == held.inode, named.device == held.device {
-                    return (path, fd)
-                }
-            } catch {
-                fd.close()
-                throw error
-            }
-            fd.close()
-            attempts += 1
-            guard attempts < 16 else { throw VaultError(.io, "cannot create the manifest import's plan file in \(interim)") }
-        }
-    }
-
-    /// Plan files whose import is gone (killed: nobody holds their lock), empty or not: a starting
-    /// import that loses its file to this tries another (`createLocked`).
+    /// Plan files whose import is gone (killed: nobody holds their lock). A `.new` one killed between
+    /// its creation and its rename is left to gc and fsck, as any stale staging file.
     static func removeStale(in interim: String) {
         guard let names = try? FileSystem.contents(of: interim) else { return }
         for name in names where name.hasSuffix(suffix) {

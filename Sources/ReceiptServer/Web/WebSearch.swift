@@ -1,0 +1,100 @@
+import Foundation
+import GRDB
+
+/// The web list's word search: every word, as a word prefix, case and diacritics folded, in a
+/// receipt's metadata, file names or the text extracted from its blobs (docs/DESIGN.md, "Web view
+/// word search"). Nothing a user types is ever query syntax: each word is bound as a quoted string.
+enum WebSearch {
+    /// The words of a search box, at most `limit`: split at white space and control characters
+    /// (a NUL would end an FTS5 string early, and PostgreSQL refuses it in text), keeping only
+    /// those with a letter or a digit, since punctuation alone is no word to look for.
+    static func words(_ text: String, limit: Int = 10) -> [String] {
+        let pieces = text.unicodeScalars.split { $0.properties.isWhitespace || $0.properties.generalCategory == .control }
+        return pieces.map { String(String.UnicodeScalarView($0)) }.filter(isWord).prefix(limit).map { $0 }
+    }
+
+    static func isWord(_ word: String) -> Bool {
+        word.contains { $0.isLetter || $0.isNumber } && !word.unicodeScalars.contains { $0.properties.generalCategory == .control }
+    }
+
+    /// The FTS5 query requiring every word as a prefix (`"word"*`; a word the tokenizer splits, such
+    /// as `23.45` or `hsa-7`, is a phrase of its parts, the last a prefix); nil when there is none.
+    static func match(_ words: [String]) -> String? {
+        let terms = words.filter(isWord).map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"*" }
+        return terms.isEmpty ? nil : terms.joined(separator: " ")
+    }
+}
+
+extension ServerCatalog {
+    /// `webSearch`: an FTS5 table whose rowid is a `webRows` row's `docID` (so `webRows`, until now
+    /// keyed by zone and id alone, is made again with one), over its `words` and the text of its
+    /// blobs. Triggers keep it in the writer's transaction: a row of `webRows` written or deleted
+    /// (every write of `records` makes one), a blob added to or removed from a record, a text
+    /// arriving for a blob (every record referencing it is rewritten). A catalog migrated from an
+    /// earlier version is indexed here from the records and texts it holds.
+    static func registerWebSearchMigration(_ m: inout DatabaseMigrator) {
+        m.registerMigration("server-web-search") { db in
+            // The texts of a record's blobs (any extractor version; failures have none).
+            func texts(_ zone: String, _ id: String) -> String {
+                """
+                (SELECT group_concat(t.text, ' ') FROM recordBlobs b JOIN blobTexts t ON t.sha256 = b.sha256
+                 WHERE b.zoneID = \(zone) AND b.recordID = \(id) AND t.text IS NOT NULL)
+                """
+            }
+            func refresh(zone: String, id: String) -> String {
+                """
+                DELETE FROM webSearch WHERE rowid = (SELECT docID FROM webRows WHERE zoneID = \(zone) AND id = \(id));
+                INSERT INTO webSearch(rowid, meta, text)
+                    SELECT docID, words, \(texts("zoneID", "id")) FROM webRows WHERE zoneID = \(zone) AND id = \(id);
+                """
+            }
+            func refresh(blob: String) -> String {
+                let rows = "recordBlobs rb JOIN webRows w ON w.zoneID = rb.zoneID AND w.id = rb.recordID WHERE rb.sha256 = \(blob)"
+                return """
+                    DELETE FROM webSearch WHERE rowid IN (SELECT w.docID FROM \(rows));
+                    INSERT INTO webSearch(rowid, meta, text) SELECT w.docID, w.words, \(texts("w.zoneID", "w.id")) FROM \(rows);
+                    """
+            }
+            func hasText(_ blob: String) -> String {
+                "EXISTS (SELECT 1 FROM blobTexts WHERE sha256 = \(blob) AND text IS NOT NULL)"
+            }
+            try db.execute(sql: """
+                DROP TRIGGER records_webRows_insert;
+                DROP TRIGGER records_webRows_update;
+                DROP TRIGGER records_webRows_delete;
+                DROP TABLE webRows;
+                -- docID: an INTEGER PRIMARY KEY, so that VACUUM keeps it (webSearch refers to it).
+                CREATE TABLE webRows (
+                    docID INTEGER PRIMARY KEY,
+                    zoneID INTEGER NOT NULL,
+                    \(webRowsColumns),
+                    UNIQUE (zoneID, id)
+                );
+                CREATE VIRTUAL TABLE webSearch USING fts5(meta, text, tokenize = 'unicode61 remove_diacritics 2');
+                CREATE TRIGGER webRows_search_insert AFTER INSERT ON webRows BEGIN
+                    INSERT INTO webSearch(rowid, meta, text) VALUES (new.docID, new.words, \(texts("new.zoneID", "new.id")));
+                END;
+                CREATE TRIGGER webRows_search_delete AFTER DELETE ON webRows BEGIN
+                    DELETE FROM webSearch WHERE rowid = old.docID;
+                END;
+                -- A push replaces a record's blobs after its row: only a blob with a text changes its document.
+                CREATE TRIGGER recordBlobs_search_insert AFTER INSERT ON recordBlobs WHEN \(hasText("new.sha256")) BEGIN
+                    \(refresh(zone: "new.zoneID", id: "new.recordID"))
+                END;
+                CREATE TRIGGER recordBlobs_search_delete AFTER DELETE ON recordBlobs WHEN \(hasText("old.sha256")) BEGIN
+                    \(refresh(zone: "old.zoneID", id: "old.recordID"))
+                END;
+                CREATE TRIGGER blobTexts_search_insert AFTER INSERT ON blobTexts WHEN new.text IS NOT NULL BEGIN
+                    \(refresh(blob: "new.sha256"))
+                END;
+                CREATE TRIGGER blobTexts_search_update AFTER UPDATE OF text ON blobTexts BEGIN
+                    \(refresh(blob: "new.sha256"))
+                END;
+                CREATE TRIGGER blobTexts_search_delete AFTER DELETE ON blobTexts WHEN old.text IS NOT NULL BEGIN
+                    \(refresh(blob: "old.sha256"))
+                END;
+                \(webRowsIndexesAndTriggers)
+                """)
+        }
+    }
+}
