@@ -232,7 +232,7 @@ class Bench:
                 self.log("building receipt (release, scratch .build-release)")
                 try:
                     self.run(["nice", "swift", "build", "-c", "release", "--product", "receipt",
-                              "--scratch-path", ".build-release"], "build", cwd=REPO, timeout=3600,
+                              "--scratch-path", ".build-release", "--static-swift-stdlib"], "build", cwd=REPO, timeout=3600,
                              env=os.environ)  # the user's own SwiftPM caches and mirrors
                     self.receipt = os.path.join(REPO, ".build-release", "release", "receipt")
                     break
