@@ -30,6 +30,7 @@ public enum MediaType {
 
     /// Valid UTF-8 with no NUL in the sample (a multi-byte sequence cut at the end is allowed).
     static func isText(_ b: UnsafeRawBufferPointer) -> Bool {
+        if isASCIIWithoutNUL(b) { return true }
         if b.contains(0) { return false }
         // Read in place (no copy, no String): text when the bytes are valid up to their last three,
         // where a sequence cut by the sample's end may stand.
@@ -43,6 +44,24 @@ public enum MediaType {
             case .error: return offset >= b.count - 3
             }
         }
+    }
+
+    /// True when every byte is 1–127: text, decided 8 bytes at a time. Most receipts a manifest names
+    /// are plain ASCII, and the scalar-by-scalar UTF-8 parse below was 2 % of a 100,000-row import.
+    static func isASCIIWithoutNUL(_ b: UnsafeRawBufferPointer) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        var i = 0
+        while i + 8 <= b.count {
+            let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            // A high bit set, or a zero byte (the classic "has a zero byte" test).
+            if w & highs != 0 || (w &- ones) & ~w & highs != 0 { return false }
+            i += 8
+        }
+        while i < b.count {
+            if b[i] == 0 || b[i] >= 0x80 { return false }
+            i += 1
+        }
+        return true
     }
 
     static func fileExtension(_ filename: String) -> String {

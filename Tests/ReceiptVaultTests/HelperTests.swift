@@ -56,6 +56,18 @@ final class HelperTests: XCTestCase {
         XCTAssertFalse(isText(Array("a bad byte ".utf8) + [0xFF] + Array(" in the middle".utf8)))
         XCTAssertFalse(isText(Array("a NUL".utf8) + [0] + Array("inside".utf8)))
         XCTAssertTrue(isText([]))
+        // The 8-bytes-at-a-time ASCII check, against the plain rule, with one odd byte at every place
+        // of every length up to three words and a tail.
+        for count in 0...27 {
+            for place in 0..<max(count, 1) {
+                for odd: UInt8 in [0, 1, 0x7F, 0x80, 0xC3, 0xFF] {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: count)
+                    if count > 0 { bytes[place] = odd }
+                    let expected = bytes.allSatisfy { $0 != 0 && $0 < 0x80 }
+                    XCTAssertEqual(bytes.withUnsafeBytes { MediaType.isASCIIWithoutNUL($0) }, expected, "\(bytes)")
+                }
+            }
+        }
     }
 
     /// A manifest's receipt id is a UUID in its canonical form, either case, written back in lower case;
