@@ -3,7 +3,8 @@ import GRDB
 import GRDBSQLite
 
 /// `receipt_rank(receiptSearch, K, w1, …, w7)`: FTS5's own `bm25()` score (negated, so higher is
-/// better), bit for bit, but only for the rows that can still be among the best K; NULL for the others.
+/// better), bit for bit, but only for the rows that can still be among the best K when they are
+/// visited; NULL for the others (the rows scoring below K rows already seen).
 ///
 /// Why: a common word ("sourdough") matches half of a 100,000-receipt vault, and `bm25()` looks up each
 /// matching row's length in the index's `docsize` table, one nested SQLite statement per row: 60 % of
@@ -43,6 +44,8 @@ enum SearchRank {
         var best: [Double] = []
         var lastRowid: Int64?
         var lastScore: Double?
+        /// Row lengths, read in rowid order beside the match (see `RowLengths`).
+        var lengths: RowLengths?
 
         func keep(_ score: Double) {
             guard limit > 0 else { return }
@@ -82,7 +85,7 @@ enum SearchRank {
             state = Unmanaged<State>.fromOpaque(raw).takeUnretainedValue()
         } else {
             var rc = SQLITE_OK
-            state = prepare(api, fts, count, args, &rc)
+            state = prepare(api, fts, ctx, count, args, &rc)
             if rc != SQLITE_OK { return rc }
             rc = xSetAuxdata(fts, Unmanaged.passRetained(state).toOpaque()) { raw in
                 if let raw { Unmanaged<State>.fromOpaque(raw).release() }
@@ -120,15 +123,28 @@ enum SearchRank {
             sqlite3_result_null(ctx)
             return SQLITE_OK
         }
-        var tokens: Int32 = 0
-        let rc = xColumnSize(fts, -1, &tokens)
-        if rc != SQLITE_OK { state.lastRowid = nil; return rc }
-        let length = Double(tokens)
+        let length: Double
+        if let known = state.lengths?.tokens(of: rowid) {
+            length = Double(known)
+        } else {
+            var tokens: Int32 = 0
+            let rc = xColumnSize(fts, -1, &tokens)
+            if rc != SQLITE_OK { state.lastRowid = nil; return rc }
+            length = Double(tokens)
+        }
         var score = 0.0
         let avgdl = state.avgdl
         for i in 0..<phrases {
             let f = state.freq[i]
             score += idf[i] * ((f * (k1 + 1.0)) / (f + k1 * (1 - b + b * length / avgdl)))
+        }
+        // The exact score rules out as much as the bound did: a row below K rows already seen is
+        // dropped here, before the caller joins and sorts it (a single common word gives every row the
+        // same bound, so without this all 53,000 rows of one went on to the join and the sort).
+        if state.excludes(score) {
+            state.lastScore = nil
+            sqlite3_result_null(ctx)
+            return SQLITE_OK
         }
         state.keep(score)
         state.lastScore = score
@@ -138,9 +154,10 @@ enum SearchRank {
 
     /// The query's constants, computed as bm25() computes them: the average row length and each
     /// phrase's inverse document frequency (1e-6 for a phrase in more than half of the rows).
-    private static func prepare(_ api: Fts5ExtensionApi, _ fts: OpaquePointer, _ count: Int,
+    private static func prepare(_ api: Fts5ExtensionApi, _ fts: OpaquePointer, _ ctx: OpaquePointer, _ count: Int,
                                 _ args: UnsafeMutablePointer<OpaquePointer?>?, _ rc: inout Int32) -> State {
         let state = State()
+        state.lengths = RowLengths(sqlite3_context_db_handle(ctx))
         if count > 0, let args { state.limit = Int(sqlite3_value_int64(args[0])) }
         if count > 1, let args { state.weights = (1..<count).map { sqlite3_value_double(args[$0]) } }
         guard let xPhraseCount = api.xPhraseCount, let xRowCount = api.xRowCount,

@@ -17,7 +17,7 @@ struct ListCommand: ParsableCommand {
     var status: String?
 
     func run() throws {
-        let vault = try options.openVault()
+        let vault = try options.openVaultForReading()
         let filter = ListFilter(zone: zone, from: from, to: to, merchant: merchant, category: category, status: status)
         // Streamed: a receipt is written as it is read, so memory does not grow with the vault.
         let out = BufferedOutput()

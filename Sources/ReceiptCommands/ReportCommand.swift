@@ -31,7 +31,7 @@ struct ReportCommand: ParsableCommand {
             throw VaultError(.badInput, "invalid --by '\(by)': expected one of "
                 + ReportGrouping.allCases.map(\.rawValue).joined(separator: ", "))
         }
-        let vault = try options.openVault()
+        let vault = try options.openVaultForReading()
         let report = try vault.report(scope: ReceiptScope(zone: zone, from: from, to: to, category: category, status: status),
                                       by: grouping)
         if let csv { try write(try report.csv(by: grouping), to: csv) }

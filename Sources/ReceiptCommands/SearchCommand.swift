@@ -28,7 +28,7 @@ struct SearchCommand: ParsableCommand {
     @Option(help: "At most this many results.") var limit = 20
 
     func run() throws {
-        let vault = try options.openVault()
+        let vault = try options.openVaultForReading()
         let results = try vault.search(query.joined(separator: " "),
                                        scope: ReceiptScope(zone: zone, from: from, to: to, category: category, status: status),
                                        limit: limit)

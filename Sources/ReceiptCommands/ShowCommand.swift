@@ -10,7 +10,7 @@ struct ShowCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("Receipt id or prefix.", valueName: "id")) var id: String
 
     func run() throws {
-        let receipt = try options.openVault().show(id)
+        let receipt = try options.openVaultForReading().show(id)
         if options.json { return try Output.json(receipt) }
         describe(receipt)
     }

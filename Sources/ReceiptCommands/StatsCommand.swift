@@ -7,7 +7,7 @@ struct StatsCommand: ParsableCommand {
     @OptionGroup var options: VaultOptions
 
     func run() throws {
-        let s = try options.openVault().stats()
+        let s = try options.openVaultForReading().stats()
         if options.json { return try Output.json(s) }
         Output.line("receipts:       \(s.receipts)")
         Output.line("attachments:    \(s.attachments)")

@@ -27,6 +27,8 @@ public struct VaultOptions: ParsableArguments {
     }
 
     public func openVault() throws -> Vault { try Vault.open(at: vaultPath) }
+    /// For a command that only reads the catalog (see `Catalog.Access.reading`).
+    public func openVaultForReading() throws -> Vault { try Vault.open(at: vaultPath, access: .reading) }
 
 }
 

@@ -42,9 +42,9 @@ public final class Vault: Sendable {
 
     /// Opens an existing vault. An absent, unreadable or newer catalog is refused with an error
     /// naming `receipt fsck --repair` (or upgrading) and no file is changed.
-    public static func open(at path: String) throws -> Vault {
+    public static func open(at path: String, access: Catalog.Access = .readWrite) throws -> Vault {
         do {
-            let catalog = try Catalog.open(at: FileSystem.join(path, Catalog.fileName))
+            let catalog = try Catalog.open(at: FileSystem.join(path, Catalog.fileName), access: access)
             let settings = try catalog.read { try VaultSettings.load($0) }
             return Vault(path: path, catalog: catalog, settings: settings)
         } catch let error as CatalogError where error.code == .absent && hasBlobFiles(path) {

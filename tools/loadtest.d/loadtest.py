@@ -300,7 +300,8 @@ def build(a):
     if a.receipt:
         return os.path.abspath(a.receipt)
     log("building receipt (release, scratch .build-release)")
-    subprocess.run(["swift", "build", "-c", "release", "--product", "receipt", "--scratch-path", ".build-release"],
+    subprocess.run(["swift", "build", "-c", "release", "--product", "receipt", "--scratch-path", ".build-release",
+                    "--static-swift-stdlib"],
                    cwd=REPO, check=True)
     return os.path.join(REPO, ".build-release", "release", "receipt")
 
