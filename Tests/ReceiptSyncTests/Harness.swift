@@ -103,18 +103,9 @@ enum CLI {
         var json: Any? { try? JSONSerialization.jsonObject(with: Data(stdout.utf8)) }
     }
 
-    static var binary: String {
-        var exe = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/exe", &exe, exe.count - 1)
-        if n > 0 {
-            let dir = FileSystem.parentPath(String(decoding: exe[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self))
-            for candidate in [dir + "/receipt", FileSystem.parentPath(dir) + "/receipt"] where FileSystem.exists(candidate) {
-                return candidate
-            }
-        }
-        let root = FileSystem.parentPath(FileSystem.parentPath(FileSystem.parentPath(#filePath)))
-        return root + "/.build/debug/receipt"
-    }
+    /// The same binary the other CLI tests run (RECEIPT_BINARY first, then the one built beside the
+    /// tests, in any scratch path).
+    static var binary: String { ReceiptBinary.path }
 
     static func start(_ args: [String], output: String) throws -> Process {
         guard FileSystem.exists(binary) else {

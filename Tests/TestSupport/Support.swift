@@ -62,14 +62,27 @@ public enum TestData {
 
 /// The built `receipt` executable, for tests that drive the real binary (kill tests, exit codes).
 public enum ReceiptBinary {
+    /// The first of: `RECEIPT_BINARY` (tools/sanitize sets it to the instrumented binary), the folder
+    /// of the running test executable and its parents (the `receipt` built with it, in whatever scratch
+    /// path: .build, .build-asan, ...), then ./.build/{debug,release}/receipt.
     public static var path: String {
-        // Tests run from the package's build folder: .build/<config>/receiptPackageTests.xctest
-        let bundle = Bundle.main.bundlePath
-        var dir = URL(fileURLWithPath: bundle).deletingLastPathComponent()
-        for _ in 0..<3 {
-            let candidate = dir.appendingPathComponent("receipt").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        if let given = ProcessInfo.processInfo.environment["RECEIPT_BINARY"], !given.isEmpty {
+            return given
+        }
+        // On Linux the tests are an executable, .build/<triple>/<config>/receiptPackageTests.xctest,
+        // and Bundle.main.bundlePath is the folder holding it, so that folder is looked in first.
+        var folders: [URL] = []
+        if let executable = Bundle.main.executableURL { folders.append(executable.deletingLastPathComponent()) }
+        let bundle = URL(fileURLWithPath: Bundle.main.bundlePath)
+        folders += [bundle, bundle.deletingLastPathComponent()]
+        var dir = bundle.deletingLastPathComponent()
+        for _ in 0..<2 {
             dir = dir.deletingLastPathComponent()
+            folders.append(dir)
+        }
+        for folder in folders {
+            let candidate = folder.appendingPathComponent("receipt").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }
         for config in ["debug", "release"] {
             let candidate = FileManager.default.currentDirectoryPath + "/.build/\(config)/receipt"
