@@ -93,10 +93,13 @@ enum SearchRank {
             if rc != SQLITE_OK { return rc }
         }
         let rowid = xRowid(fts)
-        if rowid == state.lastRowid {
-            if let s = state.lastScore { sqlite3_result_double(ctx, s) } else { sqlite3_result_null(ctx) }
+        // A row's answer, remembered for a second call on the same row: its score, or NULL.
+        func reply(_ score: Double?) -> Int32 {
+            state.lastScore = score
+            if let score { sqlite3_result_double(ctx, score) } else { sqlite3_result_null(ctx) }
             return SQLITE_OK
         }
+        if rowid == state.lastRowid { return reply(state.lastScore) }
         // Each phrase's hits, weighted by column, in the order bm25() adds them (column, then offset),
         // so the sums are the same doubles. Kept in the state's buffer, not a new array: this runs for
         // every matching row.
@@ -118,11 +121,7 @@ enum SearchRank {
             bound += idf[phrase] * ((f * (k1 + 1.0)) / (f + k1 * (1 - b)))
         }
         state.lastRowid = rowid
-        if state.excludes(bound) {
-            state.lastScore = nil
-            sqlite3_result_null(ctx)
-            return SQLITE_OK
-        }
+        if state.excludes(bound) { return reply(nil) }
         let length: Double
         if let known = state.lengths?.tokens(of: rowid) {
             length = Double(known)
@@ -141,15 +140,9 @@ enum SearchRank {
         // The exact score rules out as much as the bound did: a row below K rows already seen is
         // dropped here, before the caller joins and sorts it (a single common word gives every row the
         // same bound, so without this all 53,000 rows of one went on to the join and the sort).
-        if state.excludes(score) {
-            state.lastScore = nil
-            sqlite3_result_null(ctx)
-            return SQLITE_OK
-        }
+        if state.excludes(score) { return reply(nil) }
         state.keep(score)
-        state.lastScore = score
-        sqlite3_result_double(ctx, score)
-        return SQLITE_OK
+        return reply(score)
     }
 
     /// The query's constants, computed as bm25() computes them: the average row length and each
