@@ -59,12 +59,14 @@ extension Catalog {
 
 extension CatalogWriter {
     public func deleteAttachment(_ attachment: Attachment) throws {
+        try requireTriggers("deleteAttachment")
         try attachment.delete(db)
     }
 
     /// Makes the receipt hold exactly these files, in this order (a version pulled from the server;
     /// every blob must have its row already).
     public func replaceAttachments(of receiptID: String, with files: [(sha256: BlobID, filename: String, mediaType: String)]) throws {
+        try requireTriggers("replaceAttachments")
         try db.execute(sql: "DELETE FROM attachments WHERE receiptID = ?", arguments: [receiptID])
         for (position, f) in files.enumerated() {
             try Attachment(receiptID: receiptID, sha256: f.sha256, filename: f.filename, mediaType: f.mediaType,

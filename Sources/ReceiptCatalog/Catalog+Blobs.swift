@@ -33,7 +33,7 @@ extension CatalogWriter {
     /// Inserts the blob's row unless one is there; returns whether it was inserted.
     @discardableResult
     public func insertBlob(_ blob: NewBlob, createdAt: Millis? = nil) throws -> Bool {
-        try statements.run(0, """
+        let inserted = try statements.run(0, """
             INSERT OR IGNORE INTO blobs(sha256, size, storedSize, encoding, inline, createdAt) VALUES (?, ?, ?, ?, ?, ?)
             """, db) {
             $0.text(blob.id.hex)
@@ -43,11 +43,14 @@ extension CatalogWriter {
             $0.blob(blob.inline)
             $0.int(createdAt ?? now)
         } > 0
+        if inserted { ledger?.addedBlob(blob) }
+        return inserted
     }
 
     /// Records a blob as the file now under its address is (after fsck verified or refetched it):
     /// external, with this encoding and sizes (`size` nil: unchanged).
     public func rerecordBlob(_ id: BlobID, size: Int64?, storedSize: Int64, encoding: BlobEncoding) throws {
+        try requireTriggers("rerecordBlob")
         if let size {
             try db.execute(sql: "UPDATE blobs SET inline = NULL, encoding = ?, size = ?, storedSize = ? WHERE sha256 = ?",
                            arguments: [encoding.rawValue, size, storedSize, id.hex])
@@ -61,6 +64,7 @@ extension CatalogWriter {
     /// Returns whether it was deleted.
     @discardableResult
     public func deleteBlobIfUnreferenced(_ id: BlobID) throws -> Bool {
+        try requireTriggers("deleteBlobIfUnreferenced")
         try db.execute(sql: "DELETE FROM blobs WHERE sha256 = ? AND NOT EXISTS (SELECT 1 FROM attachments WHERE sha256 = ?)",
                        arguments: [id.hex, id.hex])
         return db.changesCount > 0

@@ -129,6 +129,7 @@ extension CatalogWriter {
 
     /// A receipt that carries only a note (one fsck recovered), unless present, with its outbox entry.
     public func insertRecoveredReceipt(id: String, zone: String, note: String) throws {
+        try requireTriggers("insertRecoveredReceipt")
         try Receipt(id: id, zone: zone, note: note, createdAt: now, modifiedAt: now).insert(db, onConflict: .ignore)
         try recordChange(id, zone: zone, .upsert)
     }

@@ -71,19 +71,23 @@ extension CatalogWriter {
     /// Inserts a new receipt (the manifest import's rows go through `insertReceipt(_:tagsJSON:)`).
     public func insertReceipt(_ receipt: Receipt) throws {
         try receipt.insert(db)
+        ledger?.addedReceipt(receipt.id, rowid: db.lastInsertedRowID)
     }
 
     public func updateReceipt(_ receipt: Receipt) throws {
         try receipt.update(db)
+        ledger?.changedReceipt(receipt.id)
     }
 
     /// Inserts the receipt or replaces its row (a version pulled from the server).
     public func saveReceipt(_ receipt: Receipt) throws {
+        try requireTriggers("saveReceipt")
         try receipt.save(db)
     }
 
     /// Deletes the receipt (its attachments by cascade); its blobs stay until gc.
     public func deleteReceipt(_ id: String) throws {
+        try requireTriggers("deleteReceipt")
         try db.execute(sql: "DELETE FROM receipts WHERE id = ?", arguments: [id])
     }
 

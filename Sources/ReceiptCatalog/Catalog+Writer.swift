@@ -11,10 +11,18 @@ public struct CatalogWriter {
     /// The time every row this transaction writes carries.
     public let now: Millis
     let statements = RowStatements()
+    /// Set in a ledgered transaction (`rowsTransaction(ledgered: true)`): the verbs that add rows note
+    /// them here, since the row triggers are suspended.
+    let ledger: Ledger?
 
     public init(_ db: Database, now: Millis = nowMillis()) {
+        self.init(db, now: now, ledger: nil)
+    }
+
+    init(_ db: Database, now: Millis = nowMillis(), ledger: Ledger?) {
         self.db = db
         self.now = now
+        self.ledger = ledger
     }
 }
 
@@ -32,14 +40,26 @@ extension Catalog {
     /// row. A one-row statement's journal is a few pages, so memory stays flat. Set for the
     /// transaction only: a statement that changes a whole vault (a zone renamed) keeps its journal
     /// on disk.
+    ///
+    /// `ledgered`: the kept counts and the search index are brought up to date once, before commit,
+    /// from what the verbs did, instead of by the row triggers (`Ledger`: no statement journals at
+    /// all). For writers that only add rows through the verbs (the ingest path's batches).
     @discardableResult
-    public func rowsTransaction<T>(_ body: (CatalogWriter) throws -> T) throws -> T {
+    public func rowsTransaction<T>(ledgered: Bool = false, _ body: (CatalogWriter) throws -> T) throws -> T {
         try pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
             defer { try? db.execute(sql: "PRAGMA temp_store = DEFAULT") }
             var result: T?
             try db.inTransaction {
-                result = try body(CatalogWriter(db))
+                if ledgered {
+                    let triggers = try Ledger.suspendTriggers(db)
+                    let ledger = Ledger()
+                    result = try body(CatalogWriter(db, ledger: ledger))
+                    try ledger.settle(db)
+                    try Ledger.restore(triggers, db)
+                } else {
+                    result = try body(CatalogWriter(db))
+                }
                 return .commit
             }
             guard let result else { throw DatabaseError(resultCode: .SQLITE_INTERNAL, message: "no result") }
@@ -61,12 +81,13 @@ extension CatalogWriter {
             $0.int(r.modifiedAt)
             for text in [r.status, r.claim, r.reimbursedOn] { $0.text(text) }
         }
+        ledger?.addedReceipt(r.id, rowid: db.lastInsertedRowID)
     }
 
     /// Attaches a blob (whose row must exist) to a receipt; false when the receipt already holds it.
     public func insertAttachment(receiptID: String, blob: BlobID, filename: String, mediaType: String,
                                  position: Int) throws -> Bool {
-        try statements.run(2, """
+        let inserted = try statements.run(2, """
             INSERT OR IGNORE INTO attachments(receiptID, sha256, filename, mediaType, position) VALUES (?, ?, ?, ?, ?)
             """, db) {
             $0.text(receiptID)
@@ -75,6 +96,8 @@ extension CatalogWriter {
             $0.text(mediaType)
             $0.int(Int64(position))
         } > 0
+        if inserted { ledger?.addedAttachment(receiptID: receiptID, blob: blob) }
+        return inserted
     }
 
     /// The import stat cache entry, so an unchanged file is not hashed again by the next import.

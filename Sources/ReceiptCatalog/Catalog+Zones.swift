@@ -42,6 +42,7 @@ extension CatalogWriter {
     /// Drops the zone's receipts (their attachments by cascade), sync state and outbox entries:
     /// a copy of a zone this vault no longer shares in.
     public func dropReceipts(zone: String) throws {
+        try requireTriggers("dropReceipts")
         try db.execute(sql: "DELETE FROM receipts WHERE zone = ?", arguments: [zone])
         try clearSyncState(zone: zone)
         try dropOutbox(zone: zone)

@@ -86,7 +86,7 @@ extension Vault {
         do {
             try wrapped {
                 try locked(.shared) {
-                    try ingest(inputs, budget: BatchBudget(inlineBytesLimit: 16 << 20), source: { .file($0) },
+                    try ingest(inputs, source: { .file($0) },
                                failed: { input, error in
                                    // An unreadable file is reported and the others go on; anything else stops the import.
                                    guard let error = error as? PathError else { throw error }

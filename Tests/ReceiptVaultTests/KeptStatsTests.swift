@@ -83,6 +83,17 @@ final class KeptStatsTests: XCTestCase {
         try assertExact("after rm: blobs stay until gc")
         XCTAssertEqual(try vault.stats().receipts, 1)
         XCTAssertEqual(try vault.stats().blobs, 3)
+        // Imported again before gc: blobs the vault holds that no attachment names, with their texts
+        // (an import batch keeps its books itself, Catalog+Ledger.swift: both are counted again).
+        let triggers = try triggerNames()
+        let again = try vault.importFiles([other, large]).imported
+        XCTAssertEqual(again.map(\.existing), [false, false])
+        try assertExact("after importing unreferenced blobs with texts again")
+        XCTAssertEqual(try vault.stats().blobs, 3)
+        XCTAssertEqual(try triggerNames(), triggers, "the import's transaction put every trigger back")
+        XCTAssertEqual(try vault.search("hammer").map(\.receipt.id), [again[0].id], "indexed at once")
+        _ = try vault.remove(again.map(\.id))
+        try assertExact("after rm of those")
         _ = try vault.collectGarbage(graceSeconds: 0)
         try assertExact("after gc")
         let end = try vault.stats()
@@ -91,6 +102,26 @@ final class KeptStatsTests: XCTestCase {
         try vault.catalog.write { try Catalog.markTextStale($0) }
         try assertExact("after index --rebuild marks every text stale")
         XCTAssertEqual(try vault.stats().pendingIndex, 1)
+    }
+
+    func triggerNames() throws -> [String] {
+        try vault.catalog.read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name")
+        }
+    }
+
+    /// A ledgered transaction suspends the row triggers, so a verb that deletes or replaces rows
+    /// (which its ledger does not account for) is refused, and the rollback restores the triggers.
+    func testALedgeredTransactionRefusesVerbsThatDeleteRows() throws {
+        let id = try vault.importFiles([try folder.write("in/a.txt", "Corner Cafe\n")]).imported[0].id
+        let triggers = try triggerNames()
+        XCTAssertGreaterThan(triggers.count, 10)
+        XCTAssertThrowsError(try vault.catalog.rowsTransaction(ledgered: true) { w in try w.deleteReceipt(id) }) {
+            XCTAssertTrue("\($0)".contains("deleteReceipt cannot run in a ledgered transaction"), "\($0)")
+        }
+        XCTAssertEqual(try triggerNames(), triggers)
+        XCTAssertEqual(try vault.list().map(\.id), [id])
+        try assertExact("after the refused transaction")
     }
 
     func testAnOlderCatalogMigratesInPlaceWithExactCounts() throws {

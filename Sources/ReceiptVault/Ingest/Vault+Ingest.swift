@@ -169,7 +169,7 @@ extension Vault {
                 let flight = BatchInFlight<Out>()
                 let settle = flight.settle
                 flight.result = Parallel.Background {
-                    let result = Result { try self.install(prepared, into: target, settle: settle, rows: rows) }
+                    let result = Result { try self.install(prepared, into: target, ledgered: true, settle: settle, rows: rows) }
                     flight.failures.put([])  // a batch that failed before its reads were settled
                     return result
                 }
@@ -201,7 +201,7 @@ extension Vault {
     func ingestOnce<Out>(_ sources: [IngestSource], into target: Catalog?,
                          rows: (CatalogWriter, [Ingested]) throws -> Out) throws -> Out {
         let prepared = try prepareBatch(Array(sources.indices), sources, failed: { _, error in throw error })
-        return try install(prepared, into: target ?? catalog, settle: { found in
+        return try install(prepared, into: target ?? catalog, ledgered: false, settle: { found in
             if let first = found.first { throw first.error }
             return []
         }) { w, done in
@@ -273,8 +273,12 @@ extension Vault {
 
     /// Installs the batch's staged blobs durably, then in one transaction inserts the blob rows —
     /// reading the deferred small files slice by slice meanwhile — settles the reads that failed with
-    /// the caller (`settle`), and runs `rows`.
-    private func install<Item: Sendable, Out>(_ batch: PreparedBatch<Item>, into target: Catalog, settle: IngestSettle,
+    /// the caller (`settle`), and runs `rows`. `ledgered`: `rows` only adds rows through the catalog's
+    /// verbs, so the transaction keeps its books itself (`Catalog.rowsTransaction(ledgered:)`); a
+    /// single batch (`ingestOnce`: sync, attach, repair, whose rows also change and delete) keeps the
+    /// row triggers.
+    private func install<Item: Sendable, Out>(_ batch: PreparedBatch<Item>, into target: Catalog, ledgered: Bool,
+                                              settle: IngestSettle,
                                               rows: (CatalogWriter, [(Item, IngestOutcome)]) throws -> Out) throws -> Out {
         var installed: [BlobID: StoredBlob] = [:]
         let staged = batch.items.compactMap { if case .prepared(let blob) = $0.1 { blob.staged } else { nil } }
@@ -284,7 +288,7 @@ extension Vault {
         let order = Self.insertionOrder(batch.items.indices.filter {
             switch batch.items[$0].1 { case .prepared, .deferred: true; default: false }
         }, batch)
-        return try target.rowsTransaction { w in
+        return try target.rowsTransaction(ledgered: ledgered) { w in
             var failures: [(index: Int, error: Error)] = []
             /// Reads (on every core, on a thread of its own) the deferred files among `order[from...]`'s next slice.
             func startReading(from: Int) -> (ArraySlice<Int>, Parallel.Background<[Result<PreparedBlob, Error>]>)? {
