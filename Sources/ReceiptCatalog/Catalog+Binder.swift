@@ -1,3 +1,5 @@
+import BlobStore
+import Foundation
 import GRDB
 import GRDBSQLite
 
@@ -52,16 +54,19 @@ final class RowStatements {
     }
 }
 
-struct RowBinder {
+/// Binds a statement's parameters in order, each value copied by SQLite: the one binder of the
+/// catalog's row statements and of the manifest import's plan file (typed, so no value is boxed or
+/// cast at run time).
+public struct RowBinder {
     let handle: OpaquePointer
     private var index: Int32 = 0
     /// The first binding SQLite refused.
-    private(set) var failure = SQLITE_OK
+    public private(set) var failure = SQLITE_OK
 
-    init(handle: OpaquePointer) { self.handle = handle }
+    public init(handle: OpaquePointer) { self.handle = handle }
 
     /// Text without NUL (checked before: paths, names and metadata refuse it; the rest is ours).
-    mutating func text(_ value: String?) {
+    public mutating func text(_ value: String?) {
         index += 1
         if let value {
             check(sqlite3_bind_text(handle, index, value, -1, Self.transient))
@@ -70,12 +75,34 @@ struct RowBinder {
         }
     }
 
-    mutating func int(_ value: Int64) {
+    public mutating func int(_ value: Int64?) {
         index += 1
-        check(sqlite3_bind_int64(handle, index, value))
+        if let value {
+            check(sqlite3_bind_int64(handle, index, value))
+        } else {
+            check(sqlite3_bind_null(handle, index))
+        }
     }
 
-    mutating func blob(_ bytes: [UInt8]?) {
+    public mutating func int(_ value: Int) { int(Int64(value)) }
+
+    public mutating func bool(_ value: Bool) { int(value ? 1 : 0) }
+
+    /// The 16 bytes of a UUID, as a blob.
+    public mutating func uuid(_ value: UUID) {
+        index += 1
+        let at = index
+        check(withUnsafeBytes(of: value.uuid) { sqlite3_bind_blob(handle, at, $0.baseAddress, 16, Self.transient) })
+    }
+
+    /// The 32 bytes of a blob address, as a blob.
+    public mutating func bytes(_ value: BlobID) {
+        index += 1
+        let at = index
+        check(value.withBytes { sqlite3_bind_blob(handle, at, $0.baseAddress, 32, Self.transient) })
+    }
+
+    public mutating func blob(_ bytes: [UInt8]?) {
         index += 1
         guard let bytes else {
             check(sqlite3_bind_null(handle, index))

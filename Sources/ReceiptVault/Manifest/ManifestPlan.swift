@@ -134,21 +134,35 @@ final class ManifestPlan {
     /// Adds a receipt; returns its index.
     func append(_ r: ManifestReceipt) throws -> Int {
         let n = receiptCount
-        try insertReceipt.run([n, r.uuid, r.given, r.firstLine, r.zone, r.zoneExplicit, r.exists, Self.encode(r.metadata)])
-        if r.given { try insertID.run([r.uuid, n]) }
+        try insertReceipt.run {
+            $0.int(n)
+            $0.uuid(r.uuid)
+            $0.bool(r.given)
+            $0.int(r.firstLine)
+            $0.text(r.zone)
+            $0.bool(r.zoneExplicit)
+            $0.bool(r.exists)
+            $0.blob(Self.encode(r.metadata))
+        }
+        if r.given {
+            try insertID.run {
+                $0.uuid(r.uuid)
+                $0.int(n)
+            }
+        }
         receiptCount += 1
         return n
     }
 
     /// The receipt a given id names, when an earlier row gave it.
     func receipt(given uuid: UUID) throws -> Int? {
-        selectID.bind([uuid])
+        selectID.bind { $0.uuid(uuid) }
         defer { selectID.reset() }
         return try selectID.step() ? selectID.int(0) : nil
     }
 
     func receipt(_ n: Int) throws -> ManifestReceipt {
-        selectReceipt.bind([n])
+        selectReceipt.bind { $0.int(n) }
         defer { selectReceipt.reset() }
         guard try selectReceipt.step() else { throw VaultError(.io, "the manifest import's plan lost receipt \(n)") }
         return Self.receipt(selectReceipt, from: 0, metadata: true)
@@ -156,22 +170,41 @@ final class ManifestPlan {
 
     /// Stores a receipt a later row of the same id changed (zone and metadata).
     func update(_ n: Int, _ r: ManifestReceipt) throws {
-        try updateReceipt.run([r.zone, r.zoneExplicit, Self.encode(r.metadata), n])
+        try updateReceipt.run {
+            $0.text(r.zone)
+            $0.bool(r.zoneExplicit)
+            $0.blob(Self.encode(r.metadata))
+            $0.int(n)
+        }
     }
 
     func append(_ f: ManifestFile) throws {
         let n = fileCount
         let st = f.status
-        try insertFile.run([n, f.line, f.given, f.folder, f.link, f.filename, f.receipt, f.id, f.size, f.mediaType,
-                            st.map { Int64($0.mode) }, st.map { Int64(bitPattern: $0.inode) },
-                            st.map { Int64(bitPattern: $0.device) }, st?.mtimeNanoseconds, f.known, f.cached, f.firstNew])
-        try noteFile.run([n, f.receipt])
+        try insertFile.run {
+            $0.int(n)
+            $0.int(f.line)
+            for text in [f.given, f.folder, f.link, f.filename] { $0.text(text) }
+            $0.int(f.receipt)
+            $0.bytes(f.id)
+            $0.int(f.size)
+            $0.text(f.mediaType)
+            $0.int(st.map { Int64($0.mode) })
+            $0.int(st.map { Int64(bitPattern: $0.inode) })
+            $0.int(st.map { Int64(bitPattern: $0.device) })
+            $0.int(st?.mtimeNanoseconds)
+            for flag in [f.known, f.cached, f.firstNew] { $0.bool(flag) }
+        }
+        try noteFile.run {
+            $0.int(n)
+            $0.int(f.receipt)
+        }
         fileCount += 1
     }
 
     /// True the first time a content is named (by a row whose content the vault lacks).
     func firstSeen(_ id: Digest) throws -> Bool {
-        try insertContent.run([id])
+        try insertContent.run { $0.bytes(id) }
         return file.changes == 1
     }
 

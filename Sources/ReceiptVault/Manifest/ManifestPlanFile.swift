@@ -1,6 +1,7 @@
 import BlobStore
 import Foundation
 import GRDBSQLite
+import ReceiptCatalog
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -112,31 +113,20 @@ struct PlanStatement {
 
     static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
 
-    /// Resets the statement and binds `values` (Int64, Int, Bool, String, [UInt8], UUID, BlobID, or nil).
-    func bind(_ values: [Any?]) {
+    /// Resets the statement and binds the values `bind` gives, in order.
+    func bind(_ bind: (inout RowBinder) -> Void) {
         sqlite3_reset(handle)
-        for (offset, value) in values.enumerated() {
-            let i = Int32(offset + 1)
-            switch value {
-            case let v as Int64: sqlite3_bind_int64(handle, i, v)
-            case let v as Int: sqlite3_bind_int64(handle, i, Int64(v))
-            case let v as Bool: sqlite3_bind_int64(handle, i, v ? 1 : 0)
-            case let v as String: sqlite3_bind_text(handle, i, v, -1, Self.transient)
-            case let v as [UInt8]:
-                _ = v.withUnsafeBytes { sqlite3_bind_blob(handle, i, $0.baseAddress, Int32($0.count), Self.transient) }
-            case let v as UUID:
-                _ = withUnsafeBytes(of: v.uuid) { sqlite3_bind_blob(handle, i, $0.baseAddress, 16, Self.transient) }
-            case let v as BlobID:
-                _ = v.withBytes { sqlite3_bind_blob(handle, i, $0.baseAddress, 32, Self.transient) }
-            default: sqlite3_bind_null(handle, i)
-            }
-        }
+        var binder = RowBinder(handle: handle)
+        bind(&binder)
     }
 
     /// Runs a statement that returns no row.
-    func run(_ values: [Any?]) throws {
-        bind(values)
-        let code = sqlite3_step(handle)
+    func run(_ bind: (inout RowBinder) -> Void) throws {
+        sqlite3_reset(handle)
+        var binder = RowBinder(handle: handle)
+        bind(&binder)
+        // A value SQLite could not take must not run with the last row's value.
+        let code = binder.failure == SQLITE_OK ? sqlite3_step(handle) : binder.failure
         sqlite3_reset(handle)
         guard code == SQLITE_DONE else { throw file.failure(code, "a statement") }
     }
