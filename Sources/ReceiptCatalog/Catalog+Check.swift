@@ -69,20 +69,38 @@ extension Catalog {
                 WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = a.sha256) ORDER BY a.sha256, a.receiptID
                 """)
             while let row = try dangling.next() { s.dangling[row[0], default: []].append(row[1]) }
-            for row in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") {
-                let table: String = row[0]
-                let parent: String = row[2]
-                if table == "attachments" && parent == "blobs" { continue }
-                s.foreignKeys.append((table, row[1], parent))
+            // SQLite's `foreign_key_check`, table by table, but for attachments, whose links are asked
+            // in their own key order: attachment → blob is `dangling` above, attachment → receipt the
+            // query below. The pragma looked each attachment's blob up at random: 3.9 s of a
+            // million-receipt `fsck --quick`, against 0.4 s for the two queries.
+            let links = try Row.fetchAll(db, sql: """
+                SELECT DISTINCT m.name, f."table" FROM sqlite_master m, pragma_foreign_key_list(m.name) f
+                WHERE m.type = 'table' ORDER BY 1, 2
+                """).map { (child: $0[0] as String, parent: $0[1] as String) }
+            let attachmentsAsked = links.filter { $0.child == "attachments" }.allSatisfy { ["blobs", "receipts"].contains($0.parent) }
+            for table in Set(links.map(\.child)).sorted() where !(table == "attachments" && attachmentsAsked) {
+                let quoted = "\"" + table.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+                for row in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check(\(quoted))") {
+                    let parent: String = row[2]
+                    if table == "attachments" && parent == "blobs" { continue }
+                    s.foreignKeys.append((table, row[1], parent))
+                }
+            }
+            if attachmentsAsked {
+                s.missingReceipts = try Self.attachmentsWithoutReceipt(db)
+                s.foreignKeys += s.missingReceipts.map { _ in ("attachments", nil, "receipts") }
             }
             if !s.foreignKeys.isEmpty {
                 s.missingZones = try String.fetchAll(db, sql: "SELECT DISTINCT zone FROM receipts WHERE zone NOT IN (SELECT name FROM zones)")
-                s.missingReceipts = try String.fetchAll(db, sql: """
-                    SELECT DISTINCT receiptID FROM attachments WHERE receiptID NOT IN (SELECT id FROM receipts)
-                    """)
+                if !attachmentsAsked { s.missingReceipts = try Self.attachmentsWithoutReceipt(db) }
             }
             return s
         }
+    }
+
+    /// Receipts attachments name that the catalog lacks (in the attachments' key order).
+    private static func attachmentsWithoutReceipt(_ db: Database) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT DISTINCT receiptID FROM attachments WHERE receiptID NOT IN (SELECT id FROM receipts)")
     }
 
     /// The receipts that refer to a blob, in attachment order (asked only for a blob with a problem).

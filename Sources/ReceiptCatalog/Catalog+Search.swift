@@ -135,13 +135,18 @@ extension Catalog {
             _ = error
         } }
         try read { db in
-            let missing = try Int.fetchOne(db, sql: """
-                SELECT count(*) FROM receipts r WHERE NOT EXISTS (SELECT 1 FROM receiptSearch s WHERE s.rowid = r.rowid)
-                """) ?? 0
-            if missing > 0 { problems.append("\(missing) receipts are missing from the search index") }
+            // By the index's `docsize` table (one row per indexed receipt, written with it; FTS5's own
+            // check above, not --quick, holds it to the index) and by counting: rows whose receipt
+            // exists, subtracted from the receipts, are the receipts without one. Looking each
+            // receipt up through the FTS5 table cost a cursor per receipt, and a scan of the receipts
+            // table a read of all its rows: 2.7 s, then 1.6 s of `fsck --quick` at a million.
+            let receipts = try Int.fetchOne(db, sql: "SELECT count(*) FROM receipts") ?? 0
+            let indexed = try Int.fetchOne(db, sql: "SELECT count(*) FROM receiptSearch_docsize") ?? 0
             let stray = try Int.fetchOne(db, sql: """
-                SELECT count(*) FROM receiptSearch s WHERE NOT EXISTS (SELECT 1 FROM receipts r WHERE r.rowid = s.rowid)
+                SELECT count(*) FROM receiptSearch_docsize d WHERE NOT EXISTS (SELECT 1 FROM receipts r WHERE r.rowid = d.id)
                 """) ?? 0
+            let missing = receipts - (indexed - stray)
+            if missing > 0 { problems.append("\(missing) receipts are missing from the search index") }
             if stray > 0 { problems.append("the search index holds \(stray) rows of receipts that do not exist") }
         }
         return problems

@@ -141,6 +141,34 @@ final class FsckTests: XCTestCase {
         XCTAssertEqual(clean.problems, [])
     }
 
+    /// Rows whose parent is gone (written with foreign keys off, as `sqlite3` by hand would): fsck
+    /// names the missing receipt and zone, quick or not, and the repair recreates both.
+    func testRowsWhoseReceiptOrZoneIsGoneAreFoundAndRepaired() async throws {
+        let dir = TemporaryFolder()
+        let (vault, report) = try Integrity.vault(in: dir, external: 1, inline: 1)
+        let lost = report.imported[0]
+        let path = vault.path
+        try vault.close()
+        var config = Configuration()
+        config.foreignKeysEnabled = false
+        let raw = try DatabaseQueue(path: FileSystem.join(path, Catalog.fileName), configuration: config)
+        try await raw.write { db in
+            try db.execute(sql: "DELETE FROM receipts WHERE id = ?", arguments: [lost.id])
+            try db.execute(sql: "UPDATE receipts SET zone = 'ghost'")
+        }
+        try raw.close()
+        for quick in [true, false] {
+            let found = try await Integrity.fsck(path, quick: quick)
+            let details = found.problems.map(\.detail)
+            XCTAssertTrue(details.contains("attachments refer to receipt \(lost.id), which the catalog does not have"), "\(details)")
+            XCTAssertTrue(details.contains("receipts of zone 'ghost' refer to a zone the catalog does not have"), "\(details)")
+        }
+        let repaired = try await Integrity.fsck(path, quick: true, repair: true)
+        XCTAssertTrue(repaired.ok, "\(repaired.problems)")
+        let clean = try await Integrity.fsck(path)
+        XCTAssertEqual(clean.problems, [])
+    }
+
     func testFsckVerifiesOnAllCoresAtOnce() async throws {
         guard ProcessInfo.processInfo.activeProcessorCount >= 2 else {
             print("FsckTests: one core only, the two-worker check cannot be measured here")
