@@ -116,4 +116,26 @@ final class CatalogTests: XCTestCase {
         }
         XCTAssertEqual(try folderState(path), text)
     }
+    /// A receipt is read by column (`Receipt.init(row:)`): every field comes back as it was written,
+    /// and a row whose tags are not a JSON array throws (fsck's to report) instead of trapping.
+    func testAReceiptRowIsReadBackFieldByFieldAndADamagedOneThrows() throws {
+        let catalog = try Catalog.open(at: try makeCatalog())
+        let written = Receipt(id: ReceiptID.generateText(), zone: "z", merchant: "Café Ünter", date: "2025-03-04",
+                              total: "12.30", currency: "EUR", category: "dining", note: "two\nlines",
+                              tags: ["fsa", "2025"], createdAt: 1, modifiedAt: 2, status: "submitted",
+                              claim: "HSA-42", reimbursedOn: "2025-04-01")
+        let bare = Receipt(id: ReceiptID.generateText(), zone: "z", createdAt: 3, modifiedAt: 3)
+        try catalog.write { db in
+            try db.execute(sql: "INSERT INTO zones(name, createdAt) VALUES ('z', 0)")
+            try CatalogWriter(db).insertReceipt(written)
+            try CatalogWriter(db).insertReceipt(bare)
+        }
+        XCTAssertEqual(try catalog.read { db in try Catalog.receipt(db, written.id) }, written)
+        XCTAssertEqual(try catalog.read { db in try Catalog.receipt(db, bare.id) }, bare)
+        try catalog.write { db in
+            try db.execute(sql: "UPDATE receipts SET tags = 'fsa, 2025' WHERE id = ?", arguments: [written.id])
+        }
+        XCTAssertThrowsError(try catalog.read { db in try Catalog.receipt(db, written.id) })
+        try catalog.close()
+    }
 }
