@@ -25,19 +25,38 @@ extension Catalog {
 
     private static func files(_ db: Database, _ scopeSQL: String, _ args: StatementArguments) throws -> [String: [AttachedFile]] {
         var files: [String: [AttachedFile]] = [:]
+        // The size the attachment carries; the blob row's only for a row the repair has not yet given
+        // one (as when the blob row was joined, a file whose blob row is gone is left out: fsck's).
         let rows = try Row.fetchCursor(db, sql: """
-            SELECT a.receiptID, a.sha256, a.filename, a.mediaType, b.size
-            FROM attachments a JOIN blobs b ON b.sha256 = a.sha256
+            SELECT a.receiptID, a.sha256, a.filename, a.mediaType,
+                   coalesce(a.size, (SELECT b.size FROM blobs b WHERE b.sha256 = a.sha256))
+            FROM attachments a
             \(scopeSQL)
             ORDER BY a.receiptID, a.position
             """, arguments: args)
         while let row = try rows.next() {
-            let receiptID: String = row[0]
+            guard let size = try row.decode(Int64?.self, atIndex: 4) else { continue }
+            let receiptID: String = try row.decode(atIndex: 0)
             files[receiptID, default: []].append(AttachedFile(receiptID: receiptID, sha256: try row.decode(atIndex: 1),
-                                                              filename: row[2], mediaType: row[3], size: row[4]))
+                                                              filename: try row.decode(atIndex: 2),
+                                                              mediaType: try row.decode(atIndex: 3), size: size))
         }
         return files
     }
+
+    /// How many attachments carry a size other than their blob row's (attachments without a blob row
+    /// are `missing-blob` problems, not counted here).
+    public static func attachmentSizeProblems(_ db: Database) throws -> Int {
+        try Int.fetchOne(db, sql: """
+            SELECT count(*) FROM attachments a JOIN blobs b ON b.sha256 = a.sha256 WHERE a.size IS NOT b.size
+            """) ?? 0
+    }
+
+    /// Gives every attachment with a blob row that row's size (the migration to v6, fsck's repair and
+    /// the catalog rebuild).
+    static let resizeAttachmentsSQL = """
+        UPDATE attachments SET size = b.size FROM blobs b WHERE b.sha256 = attachments.sha256 AND attachments.size IS NOT b.size
+        """
 
     /// The position after the receipt's last attachment (0 when it has none). A cached statement:
     /// a manifest asks this once per row.
@@ -58,6 +77,13 @@ extension Catalog {
 }
 
 extension CatalogWriter {
+    /// Gives attachments their blob's size where they carry another (or none); returns how many changed.
+    @discardableResult
+    public func resizeAttachments() throws -> Int {
+        try db.execute(sql: Catalog.resizeAttachmentsSQL)
+        return db.changesCount
+    }
+
     public func deleteAttachment(_ attachment: Attachment) throws {
         try requireTriggers("deleteAttachment")
         try attachment.delete(db)
@@ -69,8 +95,11 @@ extension CatalogWriter {
         try requireTriggers("replaceAttachments")
         try db.execute(sql: "DELETE FROM attachments WHERE receiptID = ?", arguments: [receiptID])
         for (position, f) in files.enumerated() {
-            try Attachment(receiptID: receiptID, sha256: f.sha256, filename: f.filename, mediaType: f.mediaType,
-                           position: position).insert(db)
+            // The size from the blob row, which must exist (the foreign key fails the transaction otherwise).
+            try db.execute(sql: """
+                INSERT INTO attachments(receiptID, sha256, filename, mediaType, position, size)
+                VALUES (?, ?, ?, ?, ?, (SELECT size FROM blobs WHERE sha256 = ?))
+                """, arguments: [receiptID, f.sha256.hex, f.filename, f.mediaType, position, f.sha256.hex])
         }
     }
 }

@@ -85,16 +85,17 @@ extension CatalogWriter {
     }
 
     /// Attaches a blob (whose row must exist) to a receipt; false when the receipt already holds it.
-    public func insertAttachment(receiptID: String, blob: BlobID, filename: String, mediaType: String,
+    public func insertAttachment(receiptID: String, blob: BlobID, size: Int64, filename: String, mediaType: String,
                                  position: Int) throws -> Bool {
         let inserted = try statements.run(2, """
-            INSERT OR IGNORE INTO attachments(receiptID, sha256, filename, mediaType, position) VALUES (?, ?, ?, ?, ?)
+            INSERT OR IGNORE INTO attachments(receiptID, sha256, filename, mediaType, position, size) VALUES (?, ?, ?, ?, ?, ?)
             """, db) {
             $0.text(receiptID)
             $0.text(blob.hex)
             $0.text(filename)
             $0.text(mediaType)
             $0.int(Int64(position))
+            $0.int(size)
         } > 0
         if inserted { ledger?.addedAttachment(receiptID: receiptID, blob: blob) }
         return inserted

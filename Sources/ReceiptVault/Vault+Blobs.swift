@@ -43,7 +43,7 @@ extension Vault {
                     }
                     var position = try Catalog.nextPosition(db, receiptID: id)
                     for (input, blob) in zip(inputs, ingested) {
-                        if try w.insertAttachment(receiptID: id, blob: blob.id, filename: input.name,
+                        if try w.insertAttachment(receiptID: id, blob: blob.id, size: blob.size, filename: input.name,
                                                   mediaType: blob.mediaType, position: position) {
                             position += 1
                         }

@@ -27,4 +27,13 @@ extension Vault {
         sink.emit(FsckProblem(.catalog, path: catalogPath, detail: found + ": run `receipt fsck --repair` to recount them",
                               fix: .recount(found)))
     }
+
+    /// Each attachment's size is its blob's (a copy kept so that listing needs no blob row).
+    func checkAttachmentSizes(sink: FsckSink) throws {
+        let differing = try catalog.read { db in try Catalog.attachmentSizeProblems(db) }
+        guard differing > 0 else { return }
+        let found = "\(differing) attachment\(differing == 1 ? "" : "s") carry a size other than their blob's"
+        sink.emit(FsckProblem(.catalog, path: catalogPath, detail: found + ": run `receipt fsck --repair` to correct them",
+                              fix: .resizeAttachments(found)))
+    }
 }

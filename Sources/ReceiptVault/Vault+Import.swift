@@ -123,7 +123,7 @@ extension Vault {
             var receipt = Receipt(id: ReceiptID.generateText(), zone: zone, createdAt: w.now, modifiedAt: w.now)
             metadata.apply(to: &receipt)
             try w.insertReceipt(receipt)
-            _ = try w.insertAttachment(receiptID: receipt.id, blob: blob.id, filename: input.name, mediaType: blob.mediaType,
+            _ = try w.insertAttachment(receiptID: receipt.id, blob: blob.id, size: blob.size, filename: input.name, mediaType: blob.mediaType,
                                        position: 0)
             try w.recordChange(receipt.id, zone: zone, .upsert)
             if let status = input.status { try w.rememberImport(path: input.path, status: status, blob: blob.id) }

@@ -24,6 +24,8 @@ enum FsckFix: Sendable, Equatable {
     case rebuildSearchIndex(String)
     /// The counts kept for `stats` disagree with a recount (the differences): recount.
     case recount(String)
+    /// Attachments carry sizes other than their blobs' (the problem): give them their blobs' sizes.
+    case resizeAttachments(String)
     /// Vault paths others can read (the problem, without advice): take the permissions away.
     case tighten([String], String)
     case recreateZone(String)

@@ -95,6 +95,7 @@ extension Vault {
                 try await vault.checkInvariants(options, sink: sink)
                 try vault.checkSearchIndex(quick: options.quick, sink: sink)
                 try vault.checkKeptCounts(sink: sink)
+                try vault.checkAttachmentSizes(sink: sink)
             } catch let error as CancellationError {
                 throw error
             } catch {

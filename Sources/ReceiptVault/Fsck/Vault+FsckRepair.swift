@@ -63,6 +63,10 @@ extension Vault {
             try catalog.rebuildSearchIndex()
             problem.detail = found + ": rebuilt it from the catalog and the stored text"
             problem.repaired = true
+        case .resizeAttachments(let found):
+            let changed = try catalog.transaction { w in try w.resizeAttachments() }
+            problem.detail = found + ": \(changed) given their blob's size"
+            problem.repaired = true
         case .recount(let found):
             try catalog.recountKeptCounts()
             problem.detail = found + ": recounted"
@@ -169,15 +173,15 @@ extension Vault {
     func adoptIntoRecovered(_ files: [BlobID]) throws -> [String] {
         try ingestOnce(files.sorted().map { .adopted($0) }) { w, adopted in
             try w.ensureZone(Zone.recovered)
-            return try adopted.map { try Self.insertRecoveredReceipt(w, $0.id, mediaType: $0.mediaType) }
+            return try adopted.map { try Self.insertRecoveredReceipt(w, $0.id, size: $0.size, mediaType: $0.mediaType) }
         }
     }
 
-    static func insertRecoveredReceipt(_ w: CatalogWriter, _ id: BlobID, mediaType: String) throws -> String {
+    static func insertRecoveredReceipt(_ w: CatalogWriter, _ id: BlobID, size: Int64, mediaType: String) throws -> String {
         let receipt = ReceiptID.generateText()
         try w.insertRecoveredReceipt(id: receipt, zone: Zone.recovered,
                                      note: "recovered by `receipt fsck --repair`: blob \(id.hex) was in the vault without a catalog record")
-        _ = try w.insertAttachment(receiptID: receipt, blob: id, filename: "recovered-\(id.hex.prefix(12))" + fileExtension(mediaType),
+        _ = try w.insertAttachment(receiptID: receipt, blob: id, size: size, filename: "recovered-\(id.hex.prefix(12))" + fileExtension(mediaType),
                                    mediaType: mediaType, position: 0)
         return receipt
     }

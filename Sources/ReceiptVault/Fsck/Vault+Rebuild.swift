@@ -97,6 +97,8 @@ extension Vault {
                         if let i = missing.firstIndex(where: { $0.0 == sha }) { missing[i].1.append(receipt) } else { missing.append((sha, [receipt])) }
                     }
                 }
+                // Sizes from the blob rows: an older catalog had none, a damaged one may hold wrong ones.
+                try w.resizeAttachments()
                 for row in salvaged.rows("changes") {
                     guard let receipt = row["receiptID"] as String?, let zone = row["zone"] as String?,
                           let kind = (row["kind"] as String?).flatMap(Change.Kind.init(rawValue:)) else { continue }
@@ -112,15 +114,15 @@ extension Vault {
             let attachmentsComplete = salvaged.incomplete.isDisjoint(with: ["attachments", "blobs"]) && !salvaged.tables.isEmpty
             let salvagedRows = Set(salvaged.rows("blobs").compactMap { $0["sha256"] as String? })
             let referenced = try fresh.referencedBlobs()
-            var adopt: [(BlobID, String)] = []
+            var adopt: [(BlobID, Int64, String)] = []
             for (id, file) in good.sorted(by: { $0.key < $1.key }) where !referenced.contains(id.hex) {
                 if attachmentsComplete && salvagedRows.contains(id.hex) { continue }
-                adopt.append((id, try sniffMediaType(store, id, file.encoding)))
+                adopt.append((id, file.size, try sniffMediaType(store, id, file.encoding)))
             }
             try fresh.transaction { w in
                 if !adopt.isEmpty { try w.ensureZone(Zone.recovered) }
-                for (id, mediaType) in adopt {
-                    _ = try insertRecoveredReceipt(w, id, mediaType: mediaType)
+                for (id, size, mediaType) in adopt {
+                    _ = try insertRecoveredReceipt(w, id, size: size, mediaType: mediaType)
                     counts.recovered += 1
                 }
             }

@@ -191,7 +191,7 @@ final class ManifestRowWriter: @unchecked Sendable {
         } else {
             position = 0
         }
-        let inserted = try w.insertAttachment(receiptID: receiptID, blob: f.id.blobID, filename: f.name,
+        let inserted = try w.insertAttachment(receiptID: receiptID, blob: f.id.blobID, size: f.size, filename: f.name,
                                               mediaType: f.mediaType, position: position)
         if inserted {
             position += 1
