@@ -93,13 +93,14 @@ final class AttachmentSizeTests: XCTestCase {
         let path = vault.path
         try vault.close()
         vault = nil
-        for quick in [true, false] {
-            let check = try await Vault.fsck(at: path, options: FsckOptions(quick: quick))
-            XCTAssertFalse(check.ok)
-            let problem = try XCTUnwrap(check.problems.first { $0.kind == .catalog }, "\(check.problems)")
-            XCTAssertEqual(problem.detail, "2 attachments carry a size other than their blob's: run `receipt fsck --repair` to correct them")
-            XCTAssertEqual(check.problems.count, 1, "\(check.problems)")
-        }
+        // Only the full check compares them (a random blob row per attachment).
+        let quick = try await Vault.fsck(at: path, options: FsckOptions(quick: true))
+        XCTAssertTrue(quick.ok, "\(quick.problems)")
+        let check = try await Vault.fsck(at: path)
+        XCTAssertFalse(check.ok)
+        let problem = try XCTUnwrap(check.problems.first { $0.kind == .catalog }, "\(check.problems)")
+        XCTAssertEqual(problem.detail, "2 attachments carry a size other than their blob's: run `receipt fsck --repair` to correct them")
+        XCTAssertEqual(check.problems.count, 1, "\(check.problems)")
         let repaired = try await Vault.fsck(at: path, options: FsckOptions(repair: true))
         XCTAssertTrue(repaired.ok, "\(repaired.problems)")
         XCTAssertTrue(repaired.problems.contains { $0.repaired && $0.detail.hasSuffix(": 2 given their blob's size") },
