@@ -32,7 +32,8 @@ extension Vault {
     func checkAttachmentSizes(sink: FsckSink) throws {
         let differing = try catalog.read { db in try Catalog.attachmentSizeProblems(db) }
         guard differing > 0 else { return }
-        let found = "\(differing) attachment\(differing == 1 ? "" : "s") carry a size other than their blob's"
+        let found = differing == 1 ? "1 attachment carries a size other than its blob's"
+            : "\(differing) attachments carry a size other than their blob's"
         sink.emit(FsckProblem(.catalog, path: catalogPath, detail: found + ": run `receipt fsck --repair` to correct them",
                               fix: .resizeAttachments(found)))
     }

@@ -112,5 +112,13 @@ final class AttachmentSizeTests: XCTestCase {
         vault = nil
         let after = try await Vault.fsck(at: path)
         XCTAssertTrue(after.ok, "\(after.problems)")
+        // One wrong size is named in the singular.
+        vault = try Vault.open(at: path)
+        try vault.catalog.write { db in try db.execute(sql: "UPDATE attachments SET size = 1 WHERE filename = 'e.bin'") }
+        try vault.close()
+        vault = nil
+        let one = try await Vault.fsck(at: path)
+        XCTAssertEqual(one.problems.map(\.detail),
+                       ["1 attachment carries a size other than its blob's: run `receipt fsck --repair` to correct them"])
     }
 }
