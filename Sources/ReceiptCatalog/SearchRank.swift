@@ -8,9 +8,10 @@ import GRDBSQLite
 ///
 /// Why: a common word ("sourdough") matches half of a 100,000-receipt vault, and `bm25()` looks up each
 /// matching row's length in the index's `docsize` table, one nested SQLite statement per row: 60 % of
-/// a search's instructions went there. A row's score only grows as its length shrinks, so the score
-/// it would have at length 0 bounds it from above; once K rows scored better than that bound, the
-/// row cannot be in the top K and its length is never read.
+/// a search's instructions went there. A row's score only grows as its length shrinks, and a row is
+/// at least as long as its hits reach into each column (FTS5 hands us their offsets anyway), so the
+/// score at that length bounds it from above; once K rows scored better than that bound, the row
+/// cannot be in the top K and its length is never read (445 of 70,000 rows of a two-word search).
 ///
 /// Correctness: a row returned NULL scores strictly less than K rows already seen, so it is never among
 /// the K best (rows tied with the K-th are always scored, for the caller's tie-breaks). Rounding is
@@ -27,25 +28,120 @@ enum SearchRank {
         guard let create = api.pointee.xCreateFunction else { return }
         _ = create(UnsafeMutablePointer(mutating: api), name, nil, { api, fts, ctx, count, args in
             guard let api, let fts, let ctx else { return }
-            let rc = SearchRank.score(api.pointee, fts, ctx, Int(count), args)
+            let rc = SearchRank.score(api, fts, ctx, Int(count), args)
             if rc != SQLITE_OK { sqlite3_result_error_code(ctx, rc) }
         }, nil)
     }
 
-    /// One query's state, kept as the FTS5 cursor's auxiliary data.
+    /// One query's state, kept as the FTS5 cursor's auxiliary data. Its per-query constants and per-row
+    /// scratch are fixed buffers, not arrays: the function runs for every matching row (70,000 of a
+    /// two-word search at 100,000 receipts), and an array read from a class costs a retain, a release
+    /// and an exclusivity check each time.
     final class State {
-        var idf: [Double] = []
-        var avgdl = 0.0
-        var weights: [Double] = []
-        var limit = 0
+        /// Each phrase's inverse document frequency.
+        let idf: UnsafeMutableBufferPointer<Double>
+        /// Each column's bm25 weight (1.0 beyond those given).
+        let weights: UnsafeMutableBufferPointer<Double>
         /// Each phrase's weighted hits in the current row.
-        var freq: [Double] = []
+        let freq: UnsafeMutableBufferPointer<Double>
+        /// Per column, how far into it the current row's hits reach (last offset + 1).
+        let reach: UnsafeMutableBufferPointer<Int32>
+        var avgdl = 0.0
+        var limit = 0
         /// The K best scores so far, as a min-heap (the root is the K-th best).
         var best: [Double] = []
         var lastRowid: Int64?
         var lastScore: Double?
         /// Row lengths, read in rowid order beside the match (see `RowLengths`).
         var lengths: RowLengths?
+
+        init(phrases: Int, columns: Int, weights given: [Double]) {
+            idf = .allocate(capacity: phrases)
+            idf.initialize(repeating: 1e-6)
+            freq = .allocate(capacity: phrases)
+            freq.initialize(repeating: 0)
+            weights = .allocate(capacity: columns)
+            for c in 0..<columns { weights.initializeElement(at: c, to: c < given.count ? given[c] : 1.0) }
+            reach = .allocate(capacity: columns)
+            reach.initialize(repeating: 0)
+        }
+
+        deinit {
+            idf.deallocate()
+            freq.deallocate()
+            weights.deallocate()
+            reach.deallocate()
+        }
+
+        /// bm25 of the current row's hits (`freq`) at `length` tokens: the same operations in the same
+        /// order as FTS5's, so the same double. A longer row never scores more (rounding is monotone).
+        func score(length: Double) -> Double {
+            var score = 0.0
+            for i in 0..<idf.count {
+                let f = freq[i]
+                score += idf[i] * ((f * (k1 + 1.0)) / (f + k1 * (1 - b + b * length / avgdl)))
+            }
+            return score
+        }
+
+        /// The current row's score, or NULL when it cannot be among the K best.
+        func rank(_ api: UnsafePointer<Fts5ExtensionApi>, _ fts: OpaquePointer, _ ctx: OpaquePointer) -> Int32 {
+            guard let xRowid = api.pointee.xRowid, let xPhraseFirst = api.pointee.xPhraseFirst,
+                  let xPhraseNext = api.pointee.xPhraseNext else { return SQLITE_ERROR }
+            let rowid = xRowid(fts)
+            // A row's answer, remembered for a second call on the same row: its score, or NULL.
+            func reply(_ score: Double?) -> Int32 {
+                lastRowid = rowid
+                lastScore = score
+                if let score { sqlite3_result_double(ctx, score) } else { sqlite3_result_null(ctx) }
+                return SQLITE_OK
+            }
+            if rowid == lastRowid { return reply(lastScore) }
+            // Each phrase's hits, weighted by column, in the order bm25() adds them (column, then offset),
+            // so the sums are the same doubles; and how far into each column they reach.
+            for c in reach.indices { reach[c] = 0 }
+            for phrase in freq.indices {
+                var iter = Fts5PhraseIter()
+                var column: Int32 = 0, offset: Int32 = 0
+                let rc = xPhraseFirst(fts, Int32(phrase), &iter, &column, &offset)
+                if rc != SQLITE_OK { return rc }
+                var f = 0.0
+                while column >= 0 {
+                    let c = Int(column)
+                    if c < weights.count {
+                        f += weights[c]
+                        if offset >= reach[c] { reach[c] = offset + 1 }
+                    } else {
+                        f += 1.0
+                    }
+                    xPhraseNext(fts, &iter, &column, &offset)
+                }
+                freq[phrase] = f
+            }
+            // The row is at least as long as its hits reach, so it scores at most its score at that length.
+            // Once K rows scored better than that, its length is never read: a common word matches most
+            // rows, and reading each one's length was a third of a search's time.
+            var least = 0.0
+            for c in reach.indices { least += Double(reach[c]) }
+            if excludes(score(length: least)) { return reply(nil) }
+            let length: Double
+            if let known = lengths?.tokens(of: rowid) {
+                length = Double(known)
+            } else {
+                guard let xColumnSize = api.pointee.xColumnSize else { return SQLITE_ERROR }
+                var tokens: Int32 = 0
+                let rc = xColumnSize(fts, -1, &tokens)
+                if rc != SQLITE_OK { return rc }
+                length = Double(tokens)
+            }
+            let exact = score(length: length)
+            // The exact score rules out as much as the bound did: a row below K rows already seen is
+            // dropped here, before the caller joins and sorts it (a single common word gives every row
+            // the same bound, so without this all 53,000 rows of one went on to the join and the sort).
+            if excludes(exact) { return reply(nil) }
+            keep(exact)
+            return reply(exact)
+        }
 
         func keep(_ score: Double) {
             guard limit > 0 else { return }
@@ -75,104 +171,58 @@ enum SearchRank {
     private static let k1 = 1.2
     private static let b = 0.75
 
-    private static func score(_ api: Fts5ExtensionApi, _ fts: OpaquePointer, _ ctx: OpaquePointer, _ count: Int,
-                              _ args: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-        guard let xGetAuxdata = api.xGetAuxdata, let xSetAuxdata = api.xSetAuxdata, let xRowid = api.xRowid,
-              let xPhraseFirst = api.xPhraseFirst, let xPhraseNext = api.xPhraseNext,
-              let xColumnSize = api.xColumnSize else { return SQLITE_ERROR }
-        let state: State
+    private static func score(_ api: UnsafePointer<Fts5ExtensionApi>, _ fts: OpaquePointer, _ ctx: OpaquePointer,
+                              _ count: Int, _ args: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+        guard let xGetAuxdata = api.pointee.xGetAuxdata else { return SQLITE_ERROR }
         if let raw = xGetAuxdata(fts, 0) {
-            state = Unmanaged<State>.fromOpaque(raw).takeUnretainedValue()
-        } else {
-            var rc = SQLITE_OK
-            state = prepare(api, fts, ctx, count, args, &rc)
-            if rc != SQLITE_OK { return rc }
-            rc = xSetAuxdata(fts, Unmanaged.passRetained(state).toOpaque()) { raw in
-                if let raw { Unmanaged<State>.fromOpaque(raw).release() }
-            }
-            if rc != SQLITE_OK { return rc }
+            // Borrowed, not retained: the cursor holds the state for as long as this call runs.
+            return Unmanaged<State>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.rank(api, fts, ctx) }
         }
-        let rowid = xRowid(fts)
-        // A row's answer, remembered for a second call on the same row: its score, or NULL.
-        func reply(_ score: Double?) -> Int32 {
-            state.lastScore = score
-            if let score { sqlite3_result_double(ctx, score) } else { sqlite3_result_null(ctx) }
-            return SQLITE_OK
+        var rc = SQLITE_OK
+        guard let state = prepare(api.pointee, fts, ctx, count, args, &rc), rc == SQLITE_OK else {
+            return rc == SQLITE_OK ? SQLITE_ERROR : rc
         }
-        if rowid == state.lastRowid { return reply(state.lastScore) }
-        // Each phrase's hits, weighted by column, in the order bm25() adds them (column, then offset),
-        // so the sums are the same doubles. Kept in the state's buffer, not a new array: this runs for
-        // every matching row.
-        let idf = state.idf, weights = state.weights
-        let phrases = idf.count
-        if state.freq.count != phrases { state.freq = [Double](repeating: 0, count: phrases) }
-        var bound = 0.0
-        for phrase in 0..<phrases {
-            var iter = Fts5PhraseIter()
-            var column: Int32 = 0, offset: Int32 = 0
-            let rc = xPhraseFirst(fts, Int32(phrase), &iter, &column, &offset)
-            if rc != SQLITE_OK { return rc }
-            var f = 0.0
-            while column >= 0 {
-                f += Int(column) < weights.count ? weights[Int(column)] : 1.0
-                xPhraseNext(fts, &iter, &column, &offset)
-            }
-            state.freq[phrase] = f
-            bound += idf[phrase] * ((f * (k1 + 1.0)) / (f + k1 * (1 - b)))
+        guard let xSetAuxdata = api.pointee.xSetAuxdata else { return SQLITE_ERROR }
+        rc = xSetAuxdata(fts, Unmanaged.passRetained(state).toOpaque()) { raw in
+            if let raw { Unmanaged<State>.fromOpaque(raw).release() }
         }
-        state.lastRowid = rowid
-        if state.excludes(bound) { return reply(nil) }
-        let length: Double
-        if let known = state.lengths?.tokens(of: rowid) {
-            length = Double(known)
-        } else {
-            var tokens: Int32 = 0
-            let rc = xColumnSize(fts, -1, &tokens)
-            if rc != SQLITE_OK { state.lastRowid = nil; return rc }
-            length = Double(tokens)
-        }
-        var score = 0.0
-        let avgdl = state.avgdl
-        for i in 0..<phrases {
-            let f = state.freq[i]
-            score += idf[i] * ((f * (k1 + 1.0)) / (f + k1 * (1 - b + b * length / avgdl)))
-        }
-        // The exact score rules out as much as the bound did: a row below K rows already seen is
-        // dropped here, before the caller joins and sorts it (a single common word gives every row the
-        // same bound, so without this all 53,000 rows of one went on to the join and the sort).
-        if state.excludes(score) { return reply(nil) }
-        state.keep(score)
-        return reply(score)
+        if rc != SQLITE_OK { return rc }
+        return state.rank(api, fts, ctx)
     }
 
     /// The query's constants, computed as bm25() computes them: the average row length and each
     /// phrase's inverse document frequency (1e-6 for a phrase in more than half of the rows).
     private static func prepare(_ api: Fts5ExtensionApi, _ fts: OpaquePointer, _ ctx: OpaquePointer, _ count: Int,
-                                _ args: UnsafeMutablePointer<OpaquePointer?>?, _ rc: inout Int32) -> State {
-        let state = State()
-        state.lengths = RowLengths(sqlite3_context_db_handle(ctx))
-        if count > 0, let args { state.limit = Int(sqlite3_value_int64(args[0])) }
-        if count > 1, let args { state.weights = (1..<count).map { sqlite3_value_double(args[$0]) } }
-        guard let xPhraseCount = api.xPhraseCount, let xRowCount = api.xRowCount,
+                                _ args: UnsafeMutablePointer<OpaquePointer?>?, _ rc: inout Int32) -> State? {
+        guard let xPhraseCount = api.xPhraseCount, let xColumnCount = api.xColumnCount, let xRowCount = api.xRowCount,
               let xColumnTotalSize = api.xColumnTotalSize, let xQueryPhrase = api.xQueryPhrase else {
             rc = SQLITE_ERROR
-            return state
+            return nil
         }
+        let weights = count > 1 && args != nil ? (1..<count).map { sqlite3_value_double(args?[$0]) } : []
+        let state = State(phrases: Int(xPhraseCount(fts)), columns: Int(xColumnCount(fts)), weights: weights)
+        state.lengths = RowLengths(sqlite3_context_db_handle(ctx))
+        if count > 0, let args { state.limit = Int(sqlite3_value_int64(args[0])) }
         var rows: Int64 = 0, tokens: Int64 = 0
         rc = xRowCount(fts, &rows)
         if rc == SQLITE_OK { rc = xColumnTotalSize(fts, -1, &tokens) }
-        guard rc == SQLITE_OK else { return state }
+        guard rc == SQLITE_OK else { return nil }
         state.avgdl = Double(tokens) / Double(rows)
-        for phrase in 0..<Int(xPhraseCount(fts)) {
-            var hits: Int64 = 0
-            rc = xQueryPhrase(fts, Int32(phrase), &hits) { _, _, user in
-                user?.assumingMemoryBound(to: Int64.self).pointee += 1
-                return SQLITE_OK
+        for phrase in state.idf.indices {
+            // Counted only up to half of the rows: from there on the idf is 1e-6 whatever the count
+            // (SQLITE_DONE ends FTS5's walk without an error). A common word's count was most of a
+            // search's time before its first row.
+            var count = (hits: Int64(0), half: (rows + 1) / 2)
+            rc = xQueryPhrase(fts, Int32(phrase), &count) { _, _, user in
+                guard let count = user?.assumingMemoryBound(to: (hits: Int64, half: Int64).self) else { return SQLITE_ERROR }
+                count.pointee.hits += 1
+                return count.pointee.hits >= count.pointee.half ? SQLITE_DONE : SQLITE_OK
             }
-            guard rc == SQLITE_OK else { return state }
+            guard rc == SQLITE_OK else { return nil }
+            let hits = count.hits
             var idf = log((Double(rows) - Double(hits) + 0.5) / (Double(hits) + 0.5))
             if idf <= 0.0 { idf = 1e-6 }
-            state.idf.append(idf)
+            state.idf[phrase] = idf
         }
         return state
     }

@@ -34,11 +34,19 @@ final class SearchRankTests: XCTestCase {
                                            category: i % 2 == 0 ? "food" : "home")
             _ = try vault.importFiles([path], metadata: metadata)
         }
+        // Receipts with no metadata whose text ends in "lentil", each in a file named lentil.txt: a
+        // search for both words hits the last token of every column they have, so the length bound
+        // that the hits give (SearchRank.State.rank) is their exact length and ties the K-th best.
+        for j in 0..<12 {
+            let words = (0..<(1 + j % 4)).map { ["rice", "oil", "paid", "card", "soup"][(j / 4 + $0) % 5] }
+            let path = try folder.write("in/end\(j)/lentil.txt", (words + ["lentil"]).joined(separator: " "))
+            _ = try vault.importFiles([path], metadata: ReceiptMetadata(date: String(format: "2024-01-%02d", 1 + j)))
+        }
         let tools = try ExtractorTools.locate(searchPath: "/usr/bin:/bin")
-        XCTAssertEqual(try vault.indexText(tools: tools).extracted, texts.count)
+        XCTAssertEqual(try vault.indexText(tools: tools).extracted, texts.count + 12)
 
         let weights = "5.0, 2.0, 1.0, 2.0, 2.0, 1.5, 1.0"
-        for match in ["\"lentil\"", "\"lentil soup\"", "\"lentil\" \"rice\"", "\"lent\"*", "\"soup\""] {
+        for match in ["\"lentil\"", "\"lentil\" \"txt\"", "\"lentil soup\"", "\"lentil\" \"rice\"", "\"lent\"*", "\"soup\""] {
             for scope in [ReceiptScope(), ReceiptScope(category: "food"), ReceiptScope(from: "2025-06-01")] {
                 let (filter, args) = scope.sql()
                 for limit in [1, 3, 10, 25, 1000] {
