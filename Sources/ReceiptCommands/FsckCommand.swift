@@ -21,7 +21,10 @@ struct FsckCommand: AsyncParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
-    @Flag(name: .long, help: "Check presence and sizes only; do not re-hash blob files.")
+    @Flag(name: .long, help: """
+        Check presence and sizes only; do not re-hash blob files, and leave the pages of the extracted \
+        text and the search index (rebuilt from the rest) to the full check.
+        """)
     var quick = false
 
     @Flag(name: .long, help: "Fix the problems found (nothing a user imported is ever deleted).")

@@ -19,8 +19,8 @@ extension Vault {
 
     /// fsck's check of the counts the catalog keeps for `stats` against a recount (they are derived
     /// data too: the repair recounts).
-    func checkKeptCounts(sink: FsckSink) throws {
-        let differences = try catalog.keptCountProblems()
+    func checkKeptCounts(quick: Bool = false, sink: FsckSink) throws {
+        let differences = try catalog.keptCountProblems(quick: quick)
         guard !differences.isEmpty else { return }
         let found = "the counts the catalog keeps for `receipt stats` differ from a recount ("
             + differences.joined(separator: "; ") + ")"

@@ -183,9 +183,9 @@ final class FsckSink: @unchecked Sendable {
         }
     }
 
-    func countInline(_ bytes: Int64) {
+    func countInline(blobs: Int, bytes: Int64) {
         lock.withLock {
-            checkedBlobs += 1
+            checkedBlobs += blobs
             checkedBytes += bytes
         }
     }

@@ -94,11 +94,18 @@ extension Vault {
             do {
                 try await vault.checkInvariants(options, sink: sink)
                 try vault.checkSearchIndex(quick: options.quick, sink: sink)
-                try vault.checkKeptCounts(sink: sink)
+                try vault.checkKeptCounts(quick: options.quick, sink: sink)
                 // A random blob row per attachment: 9 s at a million receipts, a full check's cost.
                 if !options.quick { try vault.checkAttachmentSizes(sink: sink) }
             } catch let error as CancellationError {
                 throw error
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB {
+                // Damage SQLite's page check did not read (`--quick` leaves the derived tables out)
+                // met while reading rows: a problem found, reported as the page check's would be.
+                let problem = "the catalog \(catalogPath) is damaged (\(error.message ?? "\(error.resultCode)"))"
+                sink.emit(FsckProblem(.catalog, path: catalogPath,
+                                      detail: problem + ": run `receipt fsck --repair` to rebuild it from the blobs",
+                                      fix: .rebuildCatalog(problem)))
             } catch {
                 throw VaultError.wrap(error)
             }

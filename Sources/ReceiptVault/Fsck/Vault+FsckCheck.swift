@@ -24,11 +24,11 @@ extension Vault {
         // present by being rows, and only counted).
         var corruptInline: [(BlobID, String)] = []
         if options.quick {
-            try catalog.forEachInlineBlobSize { sink.countInline($0) }
+            sink.countInline(blobs: snap.inlineBlobs, bytes: snap.inlineBytes)
         } else { try catalog.forEachInlineBlob { sha, size, bytes in
             guard let id = BlobID(hex: sha) else { return }
             let actual = SHA256Hasher.hash(bytes)
-            sink.countInline(Int64(bytes.count))
+            sink.countInline(blobs: 1, bytes: Int64(bytes.count))
             if actual != id || Int64(bytes.count) != size {
                 corruptInline.append((id, "its inline bytes (\(bytes.count), catalog says \(size)) hash to \(actual)"))
             }
