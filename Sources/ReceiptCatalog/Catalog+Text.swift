@@ -106,14 +106,18 @@ public struct StoredText: Sendable, Equatable {
 extension Catalog {
     /// Up to `limit` texts of `version` stored after (`extractedAt`, address) = (`mark`, `after`), in
     /// that order: the ones a sync has not offered yet.
+    /// Every sync runs it: it reads the index `blobText_by_extractedAt`, never the texts themselves.
     public static func textsStored(_ db: Database, version: String, after mark: Millis, _ after: String,
                                    limit: Int) throws -> [(sha256: String, extractedAt: Millis)] {
-        try Row.fetchAll(db, sql: """
-            SELECT sha256, extractedAt FROM blobText
-            WHERE extractor = ? AND (extractedAt > ? OR (extractedAt = ? AND sha256 > ?))
-            ORDER BY extractedAt, sha256 LIMIT ?
-            """, arguments: [version, mark, mark, after, limit]).map { ($0["sha256"], $0["extractedAt"]) }
+        try Row.fetchAll(db, sql: textsStoredSQL, arguments: [version, mark, mark, after, limit])
+            .map { ($0["sha256"], $0["extractedAt"]) }
     }
+
+    static let textsStoredSQL = """
+        SELECT sha256, extractedAt FROM blobText
+        WHERE extractor = ? AND (extractedAt > ? OR (extractedAt = ? AND sha256 > ?))
+        ORDER BY extractedAt, sha256 LIMIT ?
+        """
 
     /// Of `among`, the blobs with a text of `version` stored at or before `mark` (ms), in address order.
     public static func textsStored(_ db: Database, version: String, among: [String], upTo mark: Millis) throws -> [String] {

@@ -132,6 +132,13 @@ enum Schema {
             try db.execute(sql: "ALTER TABLE attachments ADD COLUMN size INTEGER CHECK (size IS NULL OR size >= 0)")
             try db.execute(sql: Catalog.resizeAttachmentsSQL)
         }
+        m.registerMigration("v7-text-offer-index") { db in
+            // Each sync offers the server the texts stored since its last offer, in (extractedAt,
+            // address) order (`Catalog.textsStored`). Without an index that read every row of
+            // `blobText`, texts included, on every sync: 60 % of a one-edit sync at 100,000 receipts
+            // with text, and 2.8 GB of reading at a million.
+            try db.execute(sql: "CREATE INDEX blobText_by_extractedAt ON blobText(extractor, extractedAt, sha256)")
+        }
         return m
     }
 

@@ -65,7 +65,8 @@ final class AttachmentSizeTests: XCTestCase {
         let queue = try DatabaseQueue(path: path + "/" + Catalog.fileName)
         try await queue.writeWithoutTransaction { db in
             try db.execute(sql: "ALTER TABLE attachments DROP COLUMN size")
-            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v6-attachment-size'")
+            try db.execute(sql: "DROP INDEX blobText_by_extractedAt")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier IN ('v6-attachment-size', 'v7-text-offer-index')")
             try db.execute(sql: "PRAGMA user_version = 5")
         }
         try queue.close()
