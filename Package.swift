@@ -45,6 +45,7 @@ let package = Package(
         ], swiftSettings: strict),
         .target(name: "ReceiptVault", dependencies: [
             "BlobStore", "ReceiptCatalog", "CFileOps", "ReceiptText", "ReceiptWire", "MediaTypes",
+            .product(name: "Mustache", package: "swift-mustache"),
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "CSV", package: "CSV.swift"),

@@ -35,7 +35,7 @@ struct ReportCommand: ParsableCommand {
         let report = try vault.report(scope: ReceiptScope(zone: zone, from: from, to: to, category: category, status: status),
                                       by: grouping)
         if let csv { try write(try report.csv(by: grouping), to: csv) }
-        if let chart { try write(report.svg(title: "Receipts by \(grouping.rawValue)"), to: chart) }
+        if let chart { try write(try report.svg(title: "Receipts by \(grouping.rawValue)"), to: chart) }
         if options.json { return try Output.json(report) }
         for g in report.groups {
             Output.line([(g.key ?? "(none)"), g.currency ?? "-", String(g.count), g.total]

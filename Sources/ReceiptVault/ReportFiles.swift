@@ -1,6 +1,6 @@
 import CSV
 import Foundation
-import FoundationXML
+import Mustache
 
 /// A report written as CSV (for a spreadsheet) and as an SVG bar chart (for a browser).
 extension Report {
@@ -30,7 +30,9 @@ extension Report {
 
     /// One horizontal bar per group, its length the group's total relative to the largest of the
     /// same currency (amounts of different currencies are not comparable), labelled with the exact total.
-    public func svg(title: String) -> Data {
+    /// Written from a Mustache template, whose `{{…}}` escape what XML needs escaped (FoundationXML's
+    /// XMLElement did it before, and brought libxml2 and ICU into the start of every command).
+    public func svg(title: String) throws -> Data {
         let barHeight = 22, gap = 8, labelWidth = 260, barWidth = 420, top = 40
         let height = top + max(groups.count, 1) * (barHeight + gap) + 20
         let width = labelWidth + barWidth + 180
@@ -40,32 +42,41 @@ extension Report {
             let value = abs(Double(g.total) ?? 0)
             largest[g.currency ?? "", default: 0] = max(largest[g.currency ?? ""] ?? 0, value)
         }
-        func attr(_ element: XMLElement, _ name: String, _ value: String) {
-            if let node = XMLNode.attribute(withName: name, stringValue: value) as? XMLNode { element.addAttribute(node) }
-        }
-        func text(_ value: String, x: Int, y: Int, anchor: String = "start", weight: String = "normal") -> XMLElement {
-            let t = XMLElement(name: "text", stringValue: value)
-            attr(t, "x", String(x)); attr(t, "y", String(y)); attr(t, "text-anchor", anchor); attr(t, "font-weight", weight)
-            return t
-        }
-        let svg = XMLElement(name: "svg")
-        attr(svg, "xmlns", "http://www.w3.org/2000/svg")
-        attr(svg, "width", String(width)); attr(svg, "height", String(height))
-        attr(svg, "viewBox", "0 0 \(width) \(height)")
-        attr(svg, "font-family", "sans-serif"); attr(svg, "font-size", "13")
-        svg.addChild(text(title, x: 10, y: 24, weight: "bold"))
-        for (i, g) in groups.enumerated() {
+        let bars: [[String: Any]] = groups.enumerated().map { i, g in
             let y = top + i * (barHeight + gap)
-            let label = (g.key ?? "(none)") + (g.currency.map { " · " + $0 } ?? "")
-            svg.addChild(text(label, x: labelWidth - 8, y: y + 16, anchor: "end"))
             let peak = largest[g.currency ?? ""] ?? 0
             let length = peak > 0 ? max(1, Int((abs(Double(g.total) ?? 0) / peak * Double(barWidth)).rounded())) : 1
-            let bar = XMLElement(name: "rect")
-            attr(bar, "x", String(labelWidth)); attr(bar, "y", String(y))
-            attr(bar, "width", String(length)); attr(bar, "height", String(barHeight)); attr(bar, "fill", "#4a7fb5")
-            svg.addChild(bar)
-            svg.addChild(text("\(g.total) \(g.currency ?? "")  (\(g.count))", x: labelWidth + length + 6, y: y + 16))
+            return ["y": y, "textY": y + 16, "length": length, "amountX": labelWidth + length + 6,
+                    "label": Self.xmlText((g.key ?? "(none)") + (g.currency.map { " · " + $0 } ?? "")),
+                    "amount": Self.xmlText("\(g.total) \(g.currency ?? "")  (\(g.count))")]
         }
-        return Data(("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + svg.xmlString + "\n").utf8)
+        let context: [String: Any] = ["width": width, "height": height, "title": Self.xmlText(title), "bars": bars,
+                                      "labelX": labelWidth - 8, "barX": labelWidth, "barHeight": barHeight]
+        do {
+            return Data(try MustacheTemplate(string: Self.chartTemplate).render(context).utf8)
+        } catch {
+            throw VaultError(.io, "cannot write the chart: \(error)")
+        }
+    }
+
+    static let chartTemplate = """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <svg xmlns="http://www.w3.org/2000/svg" width="{{width}}" height="{{height}}" viewBox="0 0 {{width}} {{height}}" \
+        font-family="sans-serif" font-size="13">
+        <text x="10" y="24" text-anchor="start" font-weight="bold">{{title}}</text>
+        {{#bars}}
+        <text x="{{labelX}}" y="{{textY}}" text-anchor="end" font-weight="normal">{{label}}</text>
+        <rect x="{{barX}}" y="{{y}}" width="{{length}}" height="{{barHeight}}" fill="#4a7fb5"/>
+        <text x="{{amountX}}" y="{{textY}}" text-anchor="start" font-weight="normal">{{amount}}</text>
+        {{/bars}}
+        </svg>
+
+        """
+
+    /// `text` with the characters XML 1.0 cannot hold at all (controls but tab and line ends) replaced.
+    static func xmlText(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { scalar in
+            scalar.value < 0x20 && scalar != "\t" && scalar != "\n" && scalar != "\r" ? "\u{FFFD}" : scalar
+        }))
     }
 }
