@@ -74,6 +74,52 @@ final class ServerMigrationTests: XCTestCase {
         XCTAssertEqual(schemaAfter, schema)
     }
 
+    /// The word search's triggers of the first release with it took, for a record's document, the
+    /// texts of the records of that id in every zone: such documents are written again, and from
+    /// then on a record's words are its own.
+    func testDocumentsGivenAnotherZonesTextsAreWrittenAgain() async throws {
+        let folder = TemporaryFolder("receipt-server-migration")
+        let data = folder.file("server")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        let path = data + "/" + ServerCatalog.fileName
+        let memo = String(repeating: "c", count: 64)
+        do {
+            let old = try DatabaseQueue(path: path)
+            try ServerCatalog.migrator.migrate(old, upTo: "server-web-search")
+            try await old.write { db in
+                try db.execute(sql: "INSERT INTO accounts(id, name, createdAt) VALUES (1, 'alice', 5)")
+                try db.execute(sql: "INSERT INTO tokens(accountID, label, tokenHash, createdAt) VALUES (1, 'test', ?, 5)",
+                               arguments: [ServerCatalog.tokenHash(Self.token)])
+                try db.execute(sql: "INSERT INTO blobs(sha256, size, createdAt, touchedAt) VALUES (?, 10, 6, 6), (?, 10, 6, 6)",
+                               arguments: [Self.blob, memo])
+                try db.execute(sql: "INSERT INTO zones(id, uid, ownerID, name, seq, createdAt) VALUES (1, 'u1', 1, 'home', 1, 5), (2, 'u2', 1, 'work', 1, 5)")
+                try db.execute(sql: "INSERT INTO blobTexts(sha256, version, text, uploadedAt) VALUES (?, 'v1', 'Sourdough Roggenbrot', 7), (?, 'v1', 'confidential merger', 7)",
+                               arguments: [Self.blob, memo])
+                try db.execute(sql: "INSERT INTO records(zoneID, id, changeTag, seq, payload) VALUES (2, 'r1', 't0', 1, ?), (1, 'r1', 't1', 1, ?)",
+                               arguments: [Self.payload, Self.payload])
+                try db.execute(sql: "INSERT INTO recordBlobs(zoneID, recordID, sha256) VALUES (2, 'r1', ?), (1, 'r1', ?)",
+                               arguments: [memo, Self.blob])
+            }
+            let polluted = try await old.read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM webSearch WHERE webSearch MATCH 'merger'") ?? 0
+            }
+            XCTAssertEqual(polluted, 2, "the released triggers gave home's r1 the text of work's r1")
+            try old.close()
+        }
+        let catalog = try ServerCatalog(dataPath: data)
+        let found = try await catalog.authenticate(token: Self.token)
+        let alice = try XCTUnwrap(found)
+        func home(_ words: [String]) async throws -> [String] {
+            try await catalog.webZonePage(owner: "alice", name: "home", filter: WebFilter(words: words), offset: 0, limit: 50,
+                                          caller: alice).receipts.map(\.id)
+        }
+        let lent = try await home(["merger"])
+        XCTAssertEqual(lent, [], "written again with its own texts")
+        let own = try await home(["roggenbrot"])
+        XCTAssertEqual(own, ["r1"])
+        try catalog.close()
+    }
+
     func testAnOldPostgreSQLSchemaIsMigratedInPlaceAndANewerOneRefused() async throws {
         let cluster = try PostgresCluster.shared()
         let url = try cluster.createDatabase()

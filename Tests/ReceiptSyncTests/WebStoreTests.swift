@@ -130,6 +130,41 @@ class WebStoreTests: XCTestCase {
         XCTAssertEqual(mixed, ["Cab"], "one word in the text, the other in the metadata")
     }
 
+    /// A record's document holds the texts of its own blobs: a record of the same id in another zone
+    /// lends it no words (the embedded catalog's triggers once took the texts of that id in every zone).
+    func testARecordsWordsAreItsZonesNotThoseOfTheSameIdElsewhere() async throws {
+        let store = try await openStore()
+        let olga = try await household(store)
+        _ = try await store.createZone(owner: "olga", name: "work", caller: olga)
+        let memo = String(repeating: "b", count: 64)
+        try await store.registerUploads([(try XCTUnwrap(BlobID(hex: memo)), 3)], caller: olga)
+        var office = receipt("Office", date: "2026-01-03", total: "2.00")
+        office.attachments = [WireAttachment(sha256: memo, size: 3, filename: "memo.pdf", mediaType: "application/pdf")]
+        _ = try await store.push(WirePushRequest(records: [WirePushRecord(id: id(1), baseTag: nil, receipt: office)]),
+                                 owner: "olga", name: "work", caller: olga)
+        let first = try await store.push(WirePushRequest(records: [
+            WirePushRecord(id: id(1), baseTag: nil, receipt: receipt("Bakery", date: "2026-01-02", total: "1.10"))]),
+            owner: "olga", name: "home", caller: olga)
+        try await store.putText(memo, version: "test-1", WireText(text: "confidential merger memo", failed: nil), caller: olga)
+        try await store.putText(String(repeating: "a", count: 64), version: "test-1", WireText(text: "two croissants", failed: nil),
+                                caller: olga)
+        // An edit rewrites the record's blob rows, and with them its document.
+        _ = try await store.push(WirePushRequest(records: [
+            WirePushRecord(id: id(1), baseTag: first.results.first?.changeTag,
+                           receipt: receipt("Bakery", date: "2026-01-02", total: "1.10", note: "edited"))]),
+            owner: "olga", name: "home", caller: olga)
+        func merchants(_ zone: String, _ words: [String]) async throws -> [String] {
+            try await store.webZonePage(owner: "olga", name: zone, filter: WebFilter(words: words), offset: 0, limit: 50,
+                                        caller: olga).receipts.compactMap(\.receipt.merchant)
+        }
+        let own = try await merchants("home", ["croissants"])
+        XCTAssertEqual(own, ["Bakery"])
+        let lent = try await merchants("home", ["merger"])
+        XCTAssertEqual(lent, [], "the other zone's record of that id lends no words")
+        let there = try await merchants("work", ["merger"])
+        XCTAssertEqual(there, ["Office"])
+    }
+
     /// Every word must begin a word of the metadata, a file name or a text, case and diacritics
     /// folded; whatever a search box holds (quotes, `*`, `-`, `OR`, `NEAR`, parentheses, non-ASCII)
     /// is searched as words, never read as query syntax, and never fails.
