@@ -199,7 +199,8 @@ enum SearchRank {
             rc = SQLITE_ERROR
             return nil
         }
-        let weights = count > 1 && args != nil ? (1..<count).map { sqlite3_value_double(args?[$0]) } : []
+        var weights: [Double] = []
+        if count > 1, let args { weights = (1..<count).map { sqlite3_value_double(args[$0]) } }
         let state = State(phrases: Int(xPhraseCount(fts)), columns: Int(xColumnCount(fts)), weights: weights)
         state.lengths = RowLengths(sqlite3_context_db_handle(ctx))
         if count > 0, let args { state.limit = Int(sqlite3_value_int64(args[0])) }

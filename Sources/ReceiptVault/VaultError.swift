@@ -54,7 +54,7 @@ extension VaultError {
             if case .io(let io) = e { return VaultError(.io, io.description) }
             return VaultError(.io, e.description)
         case let e as PathError: return VaultError(.io, e.description)
-        case let e as DatabaseError where e.resultCode == .SQLITE_CORRUPT || e.resultCode == .SQLITE_NOTADB:
+        case let e as DatabaseError where e.isDamage:
             // A catalog that opened but turns out damaged further in.
             return VaultError(.unusableVault, "the catalog is damaged (\(e.message ?? "\(e.resultCode)")): "
                 + "run `receipt fsck --repair` to recover the vault")
@@ -68,4 +68,9 @@ extension VaultError {
         default: return error
         }
     }
+}
+
+extension DatabaseError {
+    /// SQLite found the file damaged (or not a database at all), as opposed to busy, full or read-only.
+    var isDamage: Bool { resultCode == .SQLITE_CORRUPT || resultCode == .SQLITE_NOTADB }
 }

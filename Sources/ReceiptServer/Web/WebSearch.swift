@@ -34,30 +34,20 @@ extension ServerCatalog {
     /// earlier version is indexed here from the records and texts it holds.
     static func registerWebSearchMigration(_ m: inout DatabaseMigrator) {
         m.registerMigration("server-web-search") { db in
-            // The texts of a record's blobs (any extractor version; failures have none).
-            func texts(_ zone: String, _ id: String) -> String {
-                """
-                (SELECT group_concat(t.text, ' ') FROM recordBlobs b JOIN blobTexts t ON t.sha256 = b.sha256
-                 WHERE b.zoneID = \(zone) AND b.recordID = \(id) AND t.text IS NOT NULL)
-                """
-            }
             // As released (server-web-search-record-texts below replaces the triggers that use it).
             func refresh(zone: String, id: String) -> String {
                 """
                 DELETE FROM webSearch WHERE rowid = (SELECT docID FROM webRows WHERE zoneID = \(zone) AND id = \(id));
                 INSERT INTO webSearch(rowid, meta, text)
-                    SELECT docID, words, \(texts("zoneID", "id")) FROM webRows WHERE zoneID = \(zone) AND id = \(id);
+                    SELECT docID, words, \(recordTexts(zone: "zoneID", id: "id")) FROM webRows WHERE zoneID = \(zone) AND id = \(id);
                 """
             }
             func refresh(blob: String) -> String {
                 let rows = "recordBlobs rb JOIN webRows w ON w.zoneID = rb.zoneID AND w.id = rb.recordID WHERE rb.sha256 = \(blob)"
                 return """
                     DELETE FROM webSearch WHERE rowid IN (SELECT w.docID FROM \(rows));
-                    INSERT INTO webSearch(rowid, meta, text) SELECT w.docID, w.words, \(texts("w.zoneID", "w.id")) FROM \(rows);
+                    INSERT INTO webSearch(rowid, meta, text) SELECT w.docID, w.words, \(recordTexts(zone: "w.zoneID", id: "w.id")) FROM \(rows);
                     """
-            }
-            func hasText(_ blob: String) -> String {
-                "EXISTS (SELECT 1 FROM blobTexts WHERE sha256 = \(blob) AND text IS NOT NULL)"
             }
             try db.execute(sql: """
                 DROP TRIGGER records_webRows_insert;
@@ -73,7 +63,7 @@ extension ServerCatalog {
                 );
                 CREATE VIRTUAL TABLE webSearch USING fts5(meta, text, tokenize = 'unicode61 remove_diacritics 2');
                 CREATE TRIGGER webRows_search_insert AFTER INSERT ON webRows BEGIN
-                    INSERT INTO webSearch(rowid, meta, text) VALUES (new.docID, new.words, \(texts("new.zoneID", "new.id")));
+                    INSERT INTO webSearch(rowid, meta, text) VALUES (new.docID, new.words, \(recordTexts(zone: "new.zoneID", id: "new.id")));
                 END;
                 CREATE TRIGGER webRows_search_delete AFTER DELETE ON webRows BEGIN
                     DELETE FROM webSearch WHERE rowid = old.docID;
@@ -102,40 +92,46 @@ extension ServerCatalog {
         // `recordBlobs` twice (30 ms a one-record push at 100,000 receipts), and a record's document
         // took the texts of the records of that id in every zone. Qualified now.
         m.registerMigration("server-web-search-record-texts") { db in
-            func texts(_ zone: String, _ id: String) -> String {
-                """
-                (SELECT group_concat(t.text, ' ') FROM recordBlobs b JOIN blobTexts t ON t.sha256 = b.sha256
-                 WHERE b.zoneID = \(zone) AND b.recordID = \(id) AND t.text IS NOT NULL)
-                """
-            }
             try db.execute(sql: """
                 DROP TRIGGER recordBlobs_search_insert;
                 DROP TRIGGER recordBlobs_search_delete;
-                CREATE TRIGGER recordBlobs_search_insert AFTER INSERT ON recordBlobs
-                    WHEN EXISTS (SELECT 1 FROM blobTexts WHERE sha256 = new.sha256 AND text IS NOT NULL) BEGIN
-                    \(refreshRecord(zone: "new.zoneID", id: "new.recordID", texts: texts))
+                CREATE TRIGGER recordBlobs_search_insert AFTER INSERT ON recordBlobs WHEN \(hasText("new.sha256")) BEGIN
+                    \(refreshRecord(zone: "new.zoneID", id: "new.recordID"))
                 END;
-                CREATE TRIGGER recordBlobs_search_delete AFTER DELETE ON recordBlobs
-                    WHEN EXISTS (SELECT 1 FROM blobTexts WHERE sha256 = old.sha256 AND text IS NOT NULL) BEGIN
-                    \(refreshRecord(zone: "old.zoneID", id: "old.recordID", texts: texts))
+                CREATE TRIGGER recordBlobs_search_delete AFTER DELETE ON recordBlobs WHEN \(hasText("old.sha256")) BEGIN
+                    \(refreshRecord(zone: "old.zoneID", id: "old.recordID"))
                 END;
                 -- Only a record whose id is in another zone too can have been given texts not its own.
                 CREATE TEMP TABLE sharedIDs AS SELECT docID FROM webRows WHERE id IN (SELECT id FROM webRows GROUP BY id HAVING count(*) > 1);
                 DELETE FROM webSearch WHERE rowid IN (SELECT docID FROM sharedIDs);
                 INSERT INTO webSearch(rowid, meta, text)
-                    SELECT docID, words, \(texts("webRows.zoneID", "webRows.id")) FROM webRows WHERE docID IN (SELECT docID FROM sharedIDs);
+                    SELECT docID, words, \(recordTexts(zone: "webRows.zoneID", id: "webRows.id")) FROM webRows
+                    WHERE docID IN (SELECT docID FROM sharedIDs);
                 DROP TABLE sharedIDs;
                 """)
         }
     }
 
-    /// Statements that write the search document of the record `zone`/`id` again (`texts` gives the
-    /// SQL of a record's texts from the SQL of its zone and id, named so that they are `webRows`').
-    static func refreshRecord(zone: String, id: String, texts: (String, String) -> String) -> String {
+    /// The texts of a record's blobs (any extractor version; failures have none), the record named by
+    /// SQL for its zone and id. Inside this subquery `zoneID` alone is the blob row's: name them qualified.
+    static func recordTexts(zone: String, id: String) -> String {
+        """
+        (SELECT group_concat(t.text, ' ') FROM recordBlobs b JOIN blobTexts t ON t.sha256 = b.sha256
+         WHERE b.zoneID = \(zone) AND b.recordID = \(id) AND t.text IS NOT NULL)
+        """
+    }
+
+    static func hasText(_ blob: String) -> String {
+        "EXISTS (SELECT 1 FROM blobTexts WHERE sha256 = \(blob) AND text IS NOT NULL)"
+    }
+
+    /// Statements that write the search document of the record `zone`/`id` again.
+    static func refreshRecord(zone: String, id: String) -> String {
         """
         DELETE FROM webSearch WHERE rowid = (SELECT docID FROM webRows WHERE zoneID = \(zone) AND id = \(id));
         INSERT INTO webSearch(rowid, meta, text)
-            SELECT docID, words, \(texts("webRows.zoneID", "webRows.id")) FROM webRows WHERE zoneID = \(zone) AND id = \(id);
+            SELECT docID, words, \(recordTexts(zone: "webRows.zoneID", id: "webRows.id")) FROM webRows
+            WHERE zoneID = \(zone) AND id = \(id);
         """
     }
 }

@@ -81,9 +81,7 @@ extension Vault {
         if let problem = trouble {
             try? vault?.close()
             vault = nil
-            sink.emit(FsckProblem(.catalog, path: catalogPath,
-                                  detail: problem + ": run `receipt fsck --repair` to rebuild it from the blobs",
-                                  fix: .rebuildCatalog(problem)))
+            sink.emit(brokenCatalog(problem, at: catalogPath))
             // Before a repair the files are left to the rebuild, which verifies every one itself (and
             // the new catalog is checked again after it): checking them here too would read every
             // byte of the vault once more for nothing.
@@ -99,18 +97,22 @@ extension Vault {
                 if !options.quick { try vault.checkAttachmentSizes(sink: sink) }
             } catch let error as CancellationError {
                 throw error
-            } catch let error as DatabaseError where error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB {
+            } catch let error as DatabaseError where error.isDamage {
                 // Damage SQLite's page check did not read (`--quick` leaves the derived tables out)
                 // met while reading rows: a problem found, reported as the page check's would be.
-                let problem = "the catalog \(catalogPath) is damaged (\(error.message ?? "\(error.resultCode)"))"
-                sink.emit(FsckProblem(.catalog, path: catalogPath,
-                                      detail: problem + ": run `receipt fsck --repair` to rebuild it from the blobs",
-                                      fix: .rebuildCatalog(problem)))
+                sink.emit(brokenCatalog("the catalog \(catalogPath) is damaged (\(error.message ?? "\(error.resultCode)"))",
+                                        at: catalogPath))
             } catch {
                 throw VaultError.wrap(error)
             }
         }
         checkPermissions(vaultPath: path, sink: sink)
+    }
+
+    /// A catalog that cannot be trusted (`problem` says why): the repair rebuilds it from the blobs.
+    private static func brokenCatalog(_ problem: String, at catalogPath: String) -> FsckProblem {
+        FsckProblem(.catalog, path: catalogPath, detail: problem + ": run `receipt fsck --repair` to rebuild it from the blobs",
+                    fix: .rebuildCatalog(problem))
     }
 
 }
