@@ -32,15 +32,18 @@ extension ServerCatalog {
         }
     }
 
-    /// Moves the text counter of every account that can read `blob` (its zones' owners and participants).
-    static func bumpTextReaders(_ db: Database, blob: String) throws {
+    /// Moves by one the text counter of every account that can read any of `blobs` (their zones'
+    /// owners and participants).
+    static func bumpTextReaders(_ db: Database, blobs: [String]) throws {
+        guard !blobs.isEmpty else { return }
+        let list = databaseQuestionMarks(count: blobs.count)
         try db.execute(sql: """
             INSERT INTO textSeqs(accountID, seq)
-            SELECT id, 1 FROM (SELECT z.ownerID AS id FROM recordBlobs rb JOIN zones z ON z.id = rb.zoneID WHERE rb.sha256 = ?
-                               UNION SELECT s.accountID FROM recordBlobs rb JOIN shares s ON s.zoneID = rb.zoneID WHERE rb.sha256 = ?)
+            SELECT id, 1 FROM (SELECT z.ownerID AS id FROM recordBlobs rb JOIN zones z ON z.id = rb.zoneID WHERE rb.sha256 IN (\(list))
+                               UNION SELECT s.accountID FROM recordBlobs rb JOIN shares s ON s.zoneID = rb.zoneID WHERE rb.sha256 IN (\(list)))
             WHERE true
             ON CONFLICT(accountID) DO UPDATE SET seq = seq + 1
-            """, arguments: [blob, blob])
+            """, arguments: StatementArguments(blobs + blobs))
     }
 
     static func bumpTextSeq(_ db: Database, account: Int64) throws {
@@ -50,17 +53,28 @@ extension ServerCatalog {
 }
 
 extension ServerCatalog {
-    /// Keeps `text` for the blob and extractor version when the caller can read a zone referencing
-    /// the blob (else 404, as for its bytes). The first text of a (blob, version) stays: extractors of
-    /// one version read the same bytes alike, and a later member cannot replace what others pulled.
-    public func putText(_ sha256: String, version: String, _ text: WireText, caller: Account) async throws {
+    /// Keeps each text for its blob and the extractor version when the caller can read a zone
+    /// referencing the blob (else its address is returned, as refused). The first text of a (blob,
+    /// version) stays: extractors of one version read the same bytes alike, and a later member cannot
+    /// replace what others pulled.
+    public func putTexts(_ texts: [WireText], version: String, caller: Account) async throws -> [String] {
         try await pool.write { db in
-            guard try Self.canRead(db, blob: sha256, caller: caller) else { throw ServerError.notFound("blob \(sha256)") }
-            try db.execute(sql: """
-                INSERT INTO blobTexts(sha256, version, text, failure, uploadedAt) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT(sha256, version) DO NOTHING
-                """, arguments: [sha256, version, text.text, text.failed, Self.now()])
-            if db.changesCount > 0 { try Self.bumpTextReaders(db, blob: sha256) }
+            var refused: [String] = []
+            var stored: [String] = []
+            let now = Self.now()
+            for text in texts {
+                guard let sha256 = text.sha256, try Self.canRead(db, blob: sha256, caller: caller) else {
+                    refused.append(text.sha256 ?? "")
+                    continue
+                }
+                try db.execute(sql: """
+                    INSERT INTO blobTexts(sha256, version, text, failure, uploadedAt) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT(sha256, version) DO NOTHING
+                    """, arguments: [sha256, version, text.text, text.failed, now])
+                if db.changesCount > 0 { stored.append(sha256) }
+            }
+            try Self.bumpTextReaders(db, blobs: stored)
+            return refused
         }
     }
 

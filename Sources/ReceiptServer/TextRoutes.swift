@@ -19,11 +19,31 @@ struct TextRoutes {
             let version = try context.name("version")
             let body = try await request.decodeJSON(WireText.self, limit: maxBody)
             if let problem = body.validationError { throw ServerError.bad(problem) }
-            guard (body.text?.utf8.count ?? 0) <= WireText.maxBytes else {
-                throw ServerError(413, "the text is longer than the server's limit of \(WireText.maxBytes) bytes")
-            }
+            try checkLength(body)
             try await catalog.putText(id.hex, version: version, WireText(text: body.text, failed: body.failed), caller: caller)
             return Response(status: .noContent)
+        }
+        group.post("text/put") { request, context in
+            let caller = try context.caller()
+            let body = try await request.decodeJSON(WireTextPut.self, limit: limits.maxPushBody)
+            guard body.texts.count <= WireTextPut.maxTexts else {
+                throw ServerError(413, "at most \(WireTextPut.maxTexts) texts per upload, not \(body.texts.count)")
+            }
+            try checkVersion(body.version)
+            var bytes = 0
+            for text in body.texts {
+                guard let sha256 = text.sha256, WireName.isValidBlobAddress(sha256) else {
+                    throw ServerError.bad("\(text.sha256 ?? "a text without \"sha256\"") is not a blob address (64 lowercase hex digits)")
+                }
+                if let problem = text.validationError { throw ServerError.bad("the text of \(sha256): \(problem)") }
+                try checkLength(text)
+                bytes += WireTextPut.weight(text)
+            }
+            guard body.texts.count == 1 || bytes <= WireTextPut.maxBatchBytes else {
+                throw ServerError(413, "the texts of one upload are longer than the server's limit of \(WireTextPut.maxBatchBytes) bytes "
+                    + "together (a text alone may have \(WireText.maxBytes))")
+            }
+            return try jsonResponse(WireTextPutResponse(refused: try await catalog.putTexts(body.texts, version: body.version, caller: caller)))
         }
         group.post("text/want") { request, context in
             let caller = try context.caller()
@@ -42,13 +62,23 @@ struct TextRoutes {
         guard body.blobs.count <= WireTextRequest.maxBlobs else {
             throw ServerError(413, "at most \(WireTextRequest.maxBlobs) addresses per request, not \(body.blobs.count)")
         }
-        guard WireName.isValid(body.version) else {
-            throw ServerError.bad("invalid extractor version \"\(body.version)\": use 1 to 64 letters, digits, '.', '_' or '-'")
-        }
+        try checkVersion(body.version)
         for blob in body.blobs where !WireName.isValidBlobAddress(blob) {
             throw ServerError.bad("\(blob) is not a blob address (64 lowercase hex digits)")
         }
         return body
+    }
+
+    func checkLength(_ text: WireText) throws {
+        guard (text.text?.utf8.count ?? 0) <= WireText.maxBytes else {
+            throw ServerError(413, "the text is longer than the server's limit of \(WireText.maxBytes) bytes")
+        }
+    }
+
+    func checkVersion(_ version: String) throws {
+        guard WireName.isValid(version) else {
+            throw ServerError.bad("invalid extractor version \"\(version)\": use 1 to 64 letters, digits, '.', '_' or '-'")
+        }
     }
 }
 

@@ -52,6 +52,8 @@ public final class SyncEngine {
     var requeued: [ZoneRef] = []
     /// The server keeps extracted text (revision 3 or later).
     var serverKeepsText = false
+    /// The server takes many texts in one upload (revision 5 or later); else one `PUT` each.
+    var serverTakesTextBatches = false
     /// The account's text counter at the start of this sync (nil: a server before revision 4).
     var textSeq: Int64?
     /// Blobs of receipts the server took for the first time in this sync (see TextSync.swift).
@@ -84,6 +86,7 @@ public final class SyncEngine {
         let info = try await client.accountInfo()
         let account = info.account
         serverKeepsText = (info.revision ?? 2) >= WireProtocol.textRevision
+        serverTakesTextBatches = (info.revision ?? 2) >= WireProtocol.textPutRevision
         textSeq = info.textSeq
         firstPushed = FirstPushed()
         guard account == remote.account else {

@@ -9,6 +9,11 @@ extension SyncClient {
         try await send(.PUT, "/v1/text/\(sha256)/\(Self.escape(version))", body: text)
     }
 
+    /// Uploads texts (each with its `sha256`) in one request; returns the addresses the server refused.
+    public func putTexts(_ texts: [WireText], version: String) async throws -> [String] {
+        try await call(.POST, "/v1/text/put", body: WireTextPut(version: version, texts: texts), as: WireTextPutResponse.self).refused
+    }
+
     public func textWant(_ blobs: [String], version: String) async throws -> [String] {
         try await call(.POST, "/v1/text/want", body: WireTextRequest(version: version, blobs: blobs), as: WireWantResponse.self).want
     }
@@ -70,24 +75,56 @@ extension SyncEngine {
         }
     }
 
-    /// Asks `want` about `blobs` (that have a stored text) and uploads the texts the server wants.
+    /// Asks `want` about `blobs` (that have a stored text) and uploads the texts the server wants: in
+    /// uploads of many (`POST /v1/text/put`) where the server takes them, else one `PUT` each.
     private func offer(_ blobs: [String], version: String) async throws {
         let wanted = try await client.textWant(blobs, version: version)
-        for sha256 in wanted {
-            guard let stored = try vault.catalogRead({ try Catalog.storedText($0, sha256, version: version) }) else { continue }
-            let text: WireText = stored.text == nil
-                ? WireText(text: nil, failed: String((stored.error ?? "the extractor failed").prefix(1000)))
-                : WireText(text: stored.text, failed: nil)
-            // A text over the server's limit stays with this vault (its members extract it themselves).
-            if (text.text?.utf8.count ?? 0) > WireText.maxBytes || text.validationError != nil { continue }
-            do {
-                try await client.putText(sha256, version: version, text)
-                report.textsUploaded += 1
-            } catch let error as SyncError where [400, 404, 413].contains(error.status ?? 0) {
-                // This text only (refused, or its blob left the account's zones meanwhile): it stays
-                // with this vault, and the sync goes on.
-                continue
+        let texts = try vault.catalogRead { db in
+            try wanted.compactMap { sha256 -> WireText? in
+                guard let stored = try Catalog.storedText(db, sha256, version: version) else { return nil }
+                let text: WireText = stored.text == nil
+                    ? WireText(sha256: sha256, text: nil, failed: String((stored.error ?? "the extractor failed").prefix(1000)))
+                    : WireText(sha256: sha256, text: stored.text, failed: nil)
+                // A text over the server's limit stays with this vault (its members extract it themselves).
+                if (text.text?.utf8.count ?? 0) > WireText.maxBytes || text.validationError != nil { return nil }
+                return text
             }
+        }
+        guard serverTakesTextBatches else {
+            for text in texts { try await putText(text, version: version) }
+            return
+        }
+        var batch: [WireText] = []
+        var bytes = 0
+        func flush() async throws {
+            guard !batch.isEmpty else { return }
+            defer { (batch, bytes) = ([], 0) }
+            do {
+                let refused = try await client.putTexts(batch, version: version)
+                report.textsUploaded += batch.count - refused.count
+            } catch let error as SyncError where error.status == 413 {
+                // Too large for the server or a proxy in front of it (a text alone may be larger than
+                // an upload of many): one at a time, as before revision 5.
+                for text in batch { try await putText(text, version: version) }
+            }
+        }
+        for text in texts {
+            let weight = WireTextPut.weight(text)
+            if batch.count == WireTextPut.maxTexts || bytes + weight > WireTextPut.maxBatchBytes { try await flush() }
+            batch.append(text)
+            bytes += weight
+        }
+        try await flush()
+    }
+
+    /// One text by `PUT /v1/text/{sha256}/{version}`; a text the server refuses stays with this vault.
+    private func putText(_ text: WireText, version: String) async throws {
+        do {
+            try await client.putText(text.sha256 ?? "", version: version, WireText(text: text.text, failed: text.failed))
+            report.textsUploaded += 1
+        } catch let error as SyncError where [400, 404, 413].contains(error.status ?? 0) {
+            // This text only (refused, or its blob left the account's zones meanwhile): it stays with
+            // this vault, and the sync goes on.
         }
     }
 

@@ -6,9 +6,9 @@ public enum WireProtocol {
     public static let version = "v1"
     /// Additions within v1 that old peers ignore: 2 (2026-11-25) adds a receipt's claim fields
     /// (`status`, `claim`, `reimbursedOn`); 3 adds extracted text (`/v1/text`) and the revision
-    /// exchange (`Receipt-Revision`); 4 the account's text counter (`textSeq` of `GET /v1/account`).
-    /// See "Revisions" in docs/PROTOCOL.md.
-    public static let revision = 4
+    /// exchange (`Receipt-Revision`); 4 the account's text counter (`textSeq` of `GET /v1/account`);
+    /// 5 many texts in one upload (`POST /v1/text/put`). See "Revisions" in docs/PROTOCOL.md.
+    public static let revision = 5
     /// Most records a pull returns in one page.
     public static let maxPageSize = 500
     /// Default page size of a pull.

@@ -59,6 +59,36 @@ public struct WireTextFetchResponse: Codable, Sendable, Equatable {
     }
 }
 
+/// `POST /v1/text/put` body (revision 5): texts of one extractor version, each with its `sha256`.
+public struct WireTextPut: Codable, Sendable, Equatable {
+    public var version: String
+    public var texts: [WireText]
+    public init(version: String, texts: [WireText]) {
+        self.version = version
+        self.texts = texts
+    }
+
+    /// Most texts one upload may carry.
+    public static let maxTexts = 256
+    /// Most bytes of text (and failure reasons) one upload carries, unless it carries one text only
+    /// (up to `WireText.maxBytes`): a batch stays well under the body limits of the server and of
+    /// proxies in front of it.
+    public static let maxBatchBytes = 1 << 20
+
+    /// The bytes an entry counts against `maxBatchBytes`.
+    public static func weight(_ text: WireText) -> Int {
+        (text.text?.utf8.count ?? 0) + (text.failed?.utf8.count ?? 0)
+    }
+}
+
+/// `POST /v1/text/put` answer: the addresses whose text was not kept because the caller cannot read a
+/// zone referencing the blob (`PUT /v1/text/…` answers those 404). Every other text was kept, or the
+/// server had one of that blob and version already (the first stays).
+public struct WireTextPutResponse: Codable, Sendable, Equatable {
+    public var refused: [String]
+    public init(refused: [String]) { self.refused = refused }
+}
+
 extension WireProtocol {
     /// The request and response header carrying a peer's protocol revision.
     public static let revisionHeader = "Receipt-Revision"
@@ -67,4 +97,6 @@ extension WireProtocol {
     public static let minimumClientRevision = 2
     /// The first revision whose server keeps extracted text (`/v1/text`).
     public static let textRevision = 3
+    /// The first revision whose server takes many texts in one upload (`POST /v1/text/put`).
+    public static let textPutRevision = 5
 }

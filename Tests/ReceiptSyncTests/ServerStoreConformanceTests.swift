@@ -240,6 +240,18 @@ class ServerStoreConformanceTests: XCTestCase {
 
     // MARK: Text counters
 
+    /// Uploads 100 random bytes of `seed` as a server installs them: recorded first, then the file.
+    func upload(_ store: any ServerStore, seed: Int, caller: Account) async throws -> BlobID {
+        let bytes = TestData.random(100, seed: UInt64(seed))
+        let id = try XCTUnwrap(BlobID(hex: TestData.sha256(bytes)))
+        try await store.registerUploads([(id: id, size: 100)], caller: caller)
+        let incoming = try store.blobs.incoming()
+        try bytes.withUnsafeBytes { try incoming.append($0) }
+        _ = try store.blobs.install([try incoming.finish(expected: id)])
+        return id
+    }
+
+
     /// A stored text moves the counter of every account that can read its blob, once (a text kept
     /// already moves nothing); sharing a zone moves the participant's. Texts stored at once through
     /// two stores (two processes) each move it exactly once.
@@ -252,12 +264,7 @@ class ServerStoreConformanceTests: XCTestCase {
         _ = try await store.createZone(owner: "alice", name: "household", caller: alice)
         var blobs: [String] = []
         for seed in 1...2 {
-            let bytes = TestData.random(100, seed: UInt64(seed))
-            let id = try XCTUnwrap(BlobID(hex: TestData.sha256(bytes)))
-            try await store.registerUploads([(id: id, size: 100)], caller: alice)
-            let incoming = try store.blobs.incoming()
-            try bytes.withUnsafeBytes { try incoming.append($0) }
-            _ = try store.blobs.install([try incoming.finish(expected: id)])
+            let id = try await upload(store, seed: seed, caller: alice)
             let recordID = String(Self.recordID.dropLast()) + String(seed)
             let saved = try await store.push(WirePushRequest(records: [WirePushRecord(id: recordID, baseTag: nil,
                                                                                       receipt: receipt("A", blobs: [(id.hex, 100)]))]),
@@ -293,6 +300,72 @@ class ServerStoreConformanceTests: XCTestCase {
         }
         let v5 = try await counters()
         XCTAssertEqual(v5, [21, 22, 0])
+    }
+
+    /// Many texts in one upload (`POST /v1/text/put`): each kept unless one is there already, those of
+    /// blobs the caller cannot read refused by address, and each reader's counter moved once for the
+    /// upload. Two uploads of the same texts at once, in opposite orders through two stores, neither
+    /// deadlock nor both count.
+    func testManyTextsInOneUploadMoveEachReadersCounterOnce() async throws {
+        let store = try await openStore()
+        let other = try await openStore()
+        let alice = try await account(store, "alice")
+        let bob = try await account(store, "bob")
+        let carol = try await account(store, "carol")
+        _ = try await store.createZone(owner: "alice", name: "household", caller: alice)
+        try await store.share(owner: "alice", name: "household", with: "bob", role: .read, caller: alice)
+        var records: [WirePushRecord] = []
+        var blobs: [String] = []
+        for seed in 1...3 {
+            let id = try await upload(store, seed: seed, caller: alice)
+            records.append(WirePushRecord(id: String(Self.recordID.dropLast()) + String(seed), baseTag: nil,
+                                          receipt: receipt("A", blobs: [(id.hex, 100)])))
+            blobs.append(id.hex)
+        }
+        _ = try await store.push(WirePushRequest(records: records), owner: "alice", name: "household", caller: alice)
+        func counters() async throws -> [Int64] {
+            [try await store.textSequence(caller: alice), try await store.textSequence(caller: bob),
+             try await store.textSequence(caller: carol)]
+        }
+        let before = try await counters()
+        let unknown = String(repeating: "e", count: 64)
+        let refused = try await store.putTexts([WireText(sha256: blobs[0], text: "hinges", failed: nil),
+                                                WireText(sha256: blobs[1], text: nil, failed: "tesseract crashed"),
+                                                WireText(sha256: unknown, text: "nobody's", failed: nil),
+                                                WireText(sha256: blobs[2], text: "screws", failed: nil)], version: "1", caller: alice)
+        XCTAssertEqual(refused, [unknown])
+        let after = try await counters()
+        XCTAssertEqual(after, [before[0] + 1, before[1] + 1, before[2]], "one move per reader for the whole upload")
+        let kept = try await store.texts(blobs, version: "1", caller: bob, byteLimit: 1 << 20).texts
+        XCTAssertEqual(kept, [WireText(sha256: blobs[0], text: "hinges", failed: nil),
+                              WireText(sha256: blobs[1], text: nil, failed: "tesseract crashed"),
+                              WireText(sha256: blobs[2], text: "screws", failed: nil)])
+        // The first text stays, and an upload that keeps nothing moves nothing.
+        let again = try await store.putTexts([WireText(sha256: blobs[0], text: "replaced", failed: nil)], version: "1", caller: bob)
+        XCTAssertEqual(again, [])
+        let first = try await store.texts([blobs[0]], version: "1", caller: alice, byteLimit: 1 << 20).texts.first?.text
+        XCTAssertEqual(first, "hinges")
+        let unchanged = try await counters()
+        XCTAssertEqual(unchanged, after)
+        // A caller who cannot read the blobs keeps nothing.
+        let theirs = try await store.putTexts(blobs.map { WireText(sha256: $0, text: "x", failed: nil) }, version: "2", caller: carol)
+        XCTAssertEqual(theirs.sorted(), blobs.sorted())
+        let none = try await store.texts(blobs, version: "2", caller: alice, byteLimit: 1 << 20).texts
+        XCTAssertEqual(none, [])
+        // The same three texts from two stores at once, in opposite orders, for ten versions.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for version in 3...12 {
+                for (target, order) in [(store, blobs), (other, Array(blobs.reversed()))] {
+                    group.addTask {
+                        _ = try await target.putTexts(order.map { WireText(sha256: $0, text: "t\(version)", failed: nil) },
+                                                      version: "\(version)", caller: alice)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let end = try await counters()
+        XCTAssertEqual(end, [after[0] + 10, after[1] + 10, after[2]])
     }
 
     // MARK: Several processes on one catalog

@@ -83,6 +83,39 @@ class TextAskTests: HouseholdTestCase {
         checkEqual(found?.count, 1)
     }
 
+    /// Texts travel in uploads of many (`POST /v1/text/put`): at most 256 texts and about 1 MiB of
+    /// text each, never one request per text; the member who pulls takes every one of them.
+    func testTextsTravelInUploadsOfMany() async throws {
+        let h = try await LoggedHousehold.start(["alice", "bob"])
+        defer { h.stop() }
+        let alice = h["alice"], bob = h["bob"]
+        for i in 0..<Self.pendingCount {
+            _ = try h.folder.write("files/many/r\(i).txt", Array("receipt \(i) of the household\nTOTAL \(i).00\n".utf8))
+        }
+        // Two texts of 0.6 MiB: no upload may carry both.
+        let line = "sourdough loaf 4.20 flat white 3.10\n"
+        for word in ["zeppelin", "quokka"] {
+            let text = String(repeating: line, count: (6 << 20) / 10 / line.utf8.count) + word + "\n"
+            _ = try h.folder.write("files/many/\(word).txt", Array(text.utf8))
+        }
+        try await alice.ok(["zone", "create", "household"])
+        try await alice.ok(["import", h.folder.file("files/many"), "--zone", "household"])
+        try await alice.ok(["share", "household", "bob", "--role", "read"])
+        let mark = h.logLines().count
+        checkEqual(try await alice.sync()["textsUploaded"] as? Int, Self.pendingCount + 2)
+        let lines = h.logLines().dropFirst(mark)
+        let uploads = lines.filter { $0.route == "/v1/text/put" }
+        // 302 texts offered in two rounds of `want` (256 + 46); the round with both long texts splits.
+        checkTrue((2...3).contains(uploads.count), "\(lines)")
+        checkEqual(lines.filter { $0.method == "PUT" && $0.route.hasPrefix("/v1/text") }.count, 0, "\(lines)")
+        for upload in uploads { checkTrue((upload.bytesIn ?? 0) < (12 << 20) / 10, "an upload of \(upload.bytesIn ?? 0) bytes") }
+        let pulled = try await bob.sync()
+        checkEqual(pulled["textsDownloaded"] as? Int, Self.pendingCount + 2)
+        checkEqual(try await bob.ok(["index", "--json"]).json.flatMap { ($0 as? [String: Any])?["extracted"] as? Int }, 0)
+        let found = try await bob.ok(["search", "quokka", "--json"]).json as? [[String: Any]]
+        checkEqual(found?.count, 1)
+    }
+
     func testATextOfferedBeforeTheServerHeldItsBlobIsOfferedAgainOnceItDoes() async throws {
         let h = try await LoggedHousehold.start(["alice", "bob"])
         defer { h.stop() }
@@ -131,6 +164,7 @@ final class LoggedHousehold: @unchecked Sendable {
         let account: String?
         let method: String
         let route: String
+        let bytesIn: Int?
         var description: String { "\(account ?? "-") \(method) \(route)" }
     }
 

@@ -70,6 +70,63 @@ class TextSyncTests: HouseholdTestCase {
         checkEqual(try await h.raw.call(.PUT, "/v1/text/\(sha)/-1", token: bob.token, body: Array("{\"text\":\"a\"}".utf8)).status, 400)
     }
 
+    /// `POST /v1/text/put` is checked whole before anything is kept: a bad entry, too many texts or
+    /// too many bytes together refuse the upload (400, 413) and keep none of it. One text alone may
+    /// be larger than an upload of many. A blob the caller cannot read is answered as refused.
+    func testAnUploadOfManyIsCheckedWholeBeforeAnythingIsKept() async throws {
+        let h = try await Household.start(["alice", "mallory"])
+        defer { Task { await h.shutdown() } }
+        let alice = h["alice"]
+        var shas: [String] = []
+        for i in 0..<3 {
+            let bytes = Array("receipt \(i)\n".utf8)
+            try await alice.ok(["import", try h.folder.write("files/r\(i).txt", bytes), "--no-index"])
+            shas.append(SHA256Hasher.hash(bytes).hex)
+        }
+        checkEqual(try await alice.sync()["pushed"] as? Int, 3)
+        let version = "test-1"
+        func put(_ texts: [WireText], as token: String? = nil) async throws -> (status: Int, text: String) {
+            let answer = try await h.raw.json(.POST, "/v1/text/put", token: token ?? alice.token,
+                                              WireTextPut(version: version, texts: texts))
+            return (answer.status, answer.text)
+        }
+        func kept() async throws -> [WireText] {
+            let answer = try await h.raw.json(.POST, "/v1/text/fetch", token: alice.token, WireTextRequest(version: version, blobs: shas))
+            return try JSONDecoder().decode(WireTextFetchResponse.self, from: Data(answer.body)).texts
+        }
+        let good = WireText(sha256: shas[0], text: "kept", failed: nil)
+        let bad = [("both fields", WireText(sha256: shas[1], text: "a", failed: "b"), 400),
+                   ("no address", WireText(sha256: nil, text: "a", failed: nil), 400),
+                   ("not an address", WireText(sha256: "ABC", text: "a", failed: nil), 400),
+                   ("a NUL", WireText(sha256: shas[1], text: "a\u{0}b", failed: nil), 400)]
+        for (what, entry, status) in bad {
+            let answer = try await put([good, entry])
+            checkEqual(answer.status, status, "\(what): \(answer.text)")
+            checkTrue(answer.text.contains("error"), answer.text)
+        }
+        checkEqual(try await put(Array(repeating: good, count: WireTextPut.maxTexts + 1)).status, 413)
+        let half = String(repeating: "x", count: WireTextPut.maxBatchBytes / 2 + 1)
+        checkEqual(try await put([WireText(sha256: shas[0], text: half, failed: nil), WireText(sha256: shas[1], text: half, failed: nil)]).status, 413)
+        let badVersion = try await h.raw.call(.POST, "/v1/text/put", token: alice.token,
+                                              body: Array("{\"version\":\"-1\",\"texts\":[]}".utf8))
+        checkEqual(badVersion.status, 400)
+        checkEqual(try await kept(), [], "a refused upload kept a text")
+
+        // Mallory reads none of these blobs: refused by address, nothing kept, the upload is not an error.
+        let forged = try await put([good], as: h["mallory"].token)
+        checkEqual(forged.status, 200, forged.text)
+        checkEqual(try JSONDecoder().decode(WireTextPutResponse.self, from: Data(forged.text.utf8)).refused, [shas[0]])
+        checkEqual(try await kept(), [])
+        // One text alone may be larger than an upload of many.
+        let large = String(repeating: "y", count: WireTextPut.maxBatchBytes + 100)
+        let alone = try await put([WireText(sha256: shas[2], text: large, failed: nil)])
+        checkEqual(alone.status, 200, alone.text)
+        let both = try await put([good, WireText(sha256: shas[1], text: nil, failed: "tesseract crashed")])
+        checkEqual(both.status, 200, both.text)
+        checkEqual(try JSONDecoder().decode(WireTextPutResponse.self, from: Data(both.text.utf8)).refused, [])
+        checkEqual(try await kept().map(\.sha256), shas)
+    }
+
     func testRevisionsAreExchangedAndAnOldClientIsToldToUpgrade() async throws {
         let h = try await Household.start(["alice"])
         defer { Task { await h.shutdown() } }

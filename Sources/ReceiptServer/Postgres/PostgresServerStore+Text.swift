@@ -3,27 +3,37 @@ import ReceiptWire
 
 /// Extracted text in PostgreSQL (the rules of ServerCatalog+Text.swift).
 extension PostgresServerStore {
-    public func putText(_ sha256: String, version: String, _ text: WireText, caller: Account) async throws {
+    public func putTexts(_ texts: [WireText], version: String, caller: Account) async throws -> [String] {
         let now = Self.now()
-        try await transaction { db in
-            guard try await Self.canRead(db, blob: sha256, caller: caller) else { throw ServerError.notFound("blob \(sha256)") }
-            let stored = try await db.run("""
-                INSERT INTO blob_texts(sha256, version, text, failure, uploaded_at)
-                VALUES (\(sha256), \(version), \(text.text), \(text.failed), \(now))
-                ON CONFLICT (sha256, version) DO NOTHING RETURNING sha256
-                """)
-            guard stored > 0 else { return }
-            // The readers' counters, in the same transaction (see ServerCatalog.bumpTextReaders); rows
-            // locked in account order, so two texts stored at once never wait on each other in a cycle.
+        return try await transaction { db in
+            var refused: [String] = []
+            var stored: [String] = []
+            // In address order: two uploads of the same texts at once take the rows' locks in one order.
+            for text in texts.sorted(by: { ($0.sha256 ?? "") < ($1.sha256 ?? "") }) {
+                guard let sha256 = text.sha256, try await Self.canRead(db, blob: sha256, caller: caller) else {
+                    refused.append(text.sha256 ?? "")
+                    continue
+                }
+                let kept = try await db.run("""
+                    INSERT INTO blob_texts(sha256, version, text, failure, uploaded_at)
+                    VALUES (\(sha256), \(version), \(text.text), \(text.failed), \(now))
+                    ON CONFLICT (sha256, version) DO NOTHING RETURNING sha256
+                    """)
+                if kept > 0 { stored.append(sha256) }
+            }
+            guard !stored.isEmpty else { return refused }
+            // The readers' counters, once each, in the same transaction (see ServerCatalog.bumpTextReaders);
+            // rows locked in account order, so two uploads at once never wait on each other in a cycle.
             try await db.run("""
                 INSERT INTO text_seqs(account_id, seq)
                 SELECT id, 1 FROM (SELECT z.owner_id AS id FROM record_blobs rb JOIN zones z ON z.id = rb.zone_id
-                                   WHERE rb.sha256 = \(sha256)
+                                   WHERE rb.sha256 = ANY(\(stored))
                                    UNION SELECT s.account_id FROM record_blobs rb JOIN shares s ON s.zone_id = rb.zone_id
-                                   WHERE rb.sha256 = \(sha256)) readers
+                                   WHERE rb.sha256 = ANY(\(stored))) readers
                 ORDER BY id
                 ON CONFLICT (account_id) DO UPDATE SET seq = text_seqs.seq + 1
                 """)
+            return refused
         }
     }
 

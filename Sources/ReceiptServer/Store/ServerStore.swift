@@ -46,7 +46,10 @@ public protocol ServerStore: AnyObject, Sendable {
     func collectGarbage(graceSeconds: Int64, dryRun: Bool) async throws -> ServerGCReport
 
     // Extracted text (docs/PROTOCOL.md, "Extracted text"); addresses and versions already validated.
-    func putText(_ sha256: String, version: String, _ text: WireText, caller: Account) async throws
+    /// Keeps each text (its `sha256` set) unless the server has one of that blob and version already
+    /// (the first stays), in one transaction with one move of each reader's counter; returns the
+    /// addresses refused because the caller cannot read a zone referencing the blob.
+    func putTexts(_ texts: [WireText], version: String, caller: Account) async throws -> [String]
     func textWant(_ blobs: [String], version: String, caller: Account) async throws -> [String]
     func texts(_ blobs: [String], version: String, caller: Account, byteLimit: Int) async throws -> WireTextFetchResponse
     /// The caller's text counter: it moves whenever a text the caller can read is stored.
@@ -63,6 +66,13 @@ extension ServerCatalog: ServerStore {}
 let uploadReservationMilliseconds: Int64 = 3_600_000
 
 extension ServerStore {
+    /// `PUT /v1/text/{sha256}/{version}`: one text; 404 when the caller cannot read the blob.
+    func putText(_ sha256: String, version: String, _ text: WireText, caller: Account) async throws {
+        let refused = try await putTexts([WireText(sha256: sha256, text: text.text, failed: text.failed)], version: version,
+                                         caller: caller)
+        if !refused.isEmpty { throw ServerError.notFound("blob \(sha256)") }
+    }
+
     /// The one write order of every upload (sync or web): record possession and reserve the rows
     /// (quota checked, 507), install the verified files durably, then end the reservation.
     func installUploads(_ staged: [StagedBlob], caller: Account) async throws {
