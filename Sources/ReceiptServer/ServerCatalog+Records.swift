@@ -7,20 +7,20 @@ import ReceiptWire
 extension ServerCatalog {
     /// True when a live record of a zone `caller` can read references the blob.
     static func canRead(_ db: Database, blob: String, caller: Account) throws -> Bool {
-        try Bool.fetchOne(db, sql: """
+        try Bool.fetchOne(db.cachedStatement(sql: """
             SELECT EXISTS (
                 SELECT 1 FROM recordBlobs rb JOIN zones z ON z.id = rb.zoneID
                 WHERE rb.sha256 = ? AND (z.ownerID = ? OR EXISTS (
                     SELECT 1 FROM shares s WHERE s.zoneID = z.id AND s.accountID = ?)))
-            """, arguments: [blob, caller.id, caller.id]) ?? false
+            """), arguments: [blob, caller.id, caller.id]) ?? false
     }
 
     /// True when the server holds the blob and `caller` has shown it holds the bytes: it uploaded
     /// them, or it can already read a zone that references them. Knowing the address is not enough.
     static func hasProvedPossession(_ db: Database, blob: String, caller: Account) throws -> Bool {
-        let uploaded = try Bool.fetchOne(db, sql: """
+        let uploaded = try Bool.fetchOne(db.cachedStatement(sql: """
             SELECT EXISTS (SELECT 1 FROM possessions WHERE accountID = ? AND sha256 = ?)
-            """, arguments: [caller.id, blob]) ?? false
+            """), arguments: [caller.id, blob]) ?? false
         if uploaded { return true }
         return try canRead(db, blob: blob, caller: caller)
     }
@@ -34,7 +34,7 @@ extension ServerCatalog {
                 guard let id = BlobID(hex: blob), id.hex == blob else {
                     throw ServerError.bad("\(blob) is not a blob address (64 lowercase hex digits)")
                 }
-                let known = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM blobs WHERE sha256 = ?)",
+                let known = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM blobs WHERE sha256 = ?)"),
                                               arguments: [blob]) ?? false
                 let proved = try Self.hasProvedPossession(db, blob: blob, caller: caller)
                 if !known || !store.contains(id) || !proved {
@@ -51,16 +51,16 @@ extension ServerCatalog {
     /// sets it to now (docs/DESIGN.md, "Server gc"). Refused with 507 (and nothing recorded) when the
     /// blobs would take the caller past its quota.
     public func registerUploads(_ blobs: [(id: BlobID, size: Int64)], caller: Account) async throws {
-        try await pool.write { db in
+        try await rowsWrite { db in
             let now = Self.now() + uploadReservationMilliseconds
             try Self.withinQuota(db, accountID: caller.id) {
                 for blob in blobs {
-                    try db.execute(sql: """
+                    try db.cachedStatement(sql: """
                         INSERT INTO blobs(sha256, size, createdAt, touchedAt) VALUES (?1, ?2, ?3, ?3)
                         ON CONFLICT(sha256) DO UPDATE SET touchedAt = excluded.touchedAt
-                        """, arguments: [blob.id.hex, blob.size, now])
-                    try db.execute(sql: "INSERT OR IGNORE INTO possessions(accountID, sha256) VALUES (?, ?)",
-                                   arguments: [caller.id, blob.id.hex])
+                        """).execute(arguments: [blob.id.hex, blob.size, now])
+                    try db.cachedStatement(sql: "INSERT OR IGNORE INTO possessions(accountID, sha256) VALUES (?, ?)")
+                        .execute(arguments: [caller.id, blob.id.hex])
                 }
             }
         }
@@ -68,9 +68,10 @@ extension ServerCatalog {
 
     /// Ends the reservation `registerUploads` made: the blobs are in place, `touchedAt` is now.
     public func uploadsInstalled(_ ids: [BlobID]) async throws {
-        try await pool.write { db in
+        try await rowsWrite { db in
             for id in ids {
-                try db.execute(sql: "UPDATE blobs SET touchedAt = ? WHERE sha256 = ?", arguments: [Self.now(), id.hex])
+                try db.cachedStatement(sql: "UPDATE blobs SET touchedAt = ? WHERE sha256 = ?")
+                    .execute(arguments: [Self.now(), id.hex])
             }
         }
     }
@@ -80,7 +81,7 @@ extension ServerCatalog {
         try await pool.read { db in
             try ids.map { id in
                 guard try Self.canRead(db, blob: id.hex, caller: caller) else { return nil }
-                return try Int64.fetchOne(db, sql: "SELECT size FROM blobs WHERE sha256 = ?", arguments: [id.hex])
+                return try Int64.fetchOne(db.cachedStatement(sql: "SELECT size FROM blobs WHERE sha256 = ?"), arguments: [id.hex])
             }
         }
     }
@@ -98,7 +99,7 @@ extension ServerCatalog {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let decoder = JSONDecoder()
-        return try await pool.write { db in
+        return try await rowsWrite { db in
             let zone = try Self.requireZone(db, owner: owner, name: name, caller: caller)
             guard zone.role != .read else {
                 throw ServerError(403, "the account \(caller.name) has read-only access to \(Self.zoneLabel(owner, name)): its changes were refused")
@@ -106,14 +107,14 @@ extension ServerCatalog {
             // The records' blobs count against the zone's owner: a push that would take the owner
             // past its quota is refused whole (507) and nothing of it is kept.
             return try Self.withinQuota(db, accountID: zone.ownerID) {
-            var seq = try Int64.fetchOne(db, sql: "SELECT seq FROM zones WHERE id = ?", arguments: [zone.id]) ?? 0
+            var seq = try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM zones WHERE id = ?"), arguments: [zone.id]) ?? 0
             var results: [WirePushResult] = []
             for record in request.records {
                 guard WireName.isValidRecordID(record.id) else {
                     results.append(WirePushResult(id: record.id, status: .rejected, error: "\(record.id) is not a receipt id (a UUID)"))
                     continue
                 }
-                let current = try Row.fetchOne(db, sql: "SELECT changeTag, payload FROM records WHERE zoneID = ? AND id = ?",
+                let current = try Row.fetchOne(db.cachedStatement(sql: "SELECT changeTag, payload FROM records WHERE zoneID = ? AND id = ?"),
                                                arguments: [zone.id, record.id])
                 if let current {
                     let tag: String = current["changeTag"]
@@ -132,7 +133,8 @@ extension ServerCatalog {
                     }
                     var refused: String?
                     for a in receipt.attachments {
-                        let size = try Int64.fetchOne(db, sql: "SELECT size FROM blobs WHERE sha256 = ?", arguments: [a.sha256])
+                        let size = try Int64.fetchOne(db.cachedStatement(sql: "SELECT size FROM blobs WHERE sha256 = ?"),
+                                                      arguments: [a.sha256])
                         let proved = try Self.hasProvedPossession(db, blob: a.sha256, caller: caller)
                         if size == nil || !proved {
                             refused = "receipt \(record.id) references blob \(a.sha256), which must be uploaded first"
@@ -151,19 +153,20 @@ extension ServerCatalog {
                 seq += 1
                 let tag = SecureRandom.hex(8)
                 let payload = try record.receipt.map { String(decoding: try encoder.encode($0), as: UTF8.self) }
-                try db.execute(sql: "DELETE FROM recordBlobs WHERE zoneID = ? AND recordID = ?", arguments: [zone.id, record.id])
-                try db.execute(sql: """
+                try db.cachedStatement(sql: "DELETE FROM recordBlobs WHERE zoneID = ? AND recordID = ?")
+                    .execute(arguments: [zone.id, record.id])
+                try db.cachedStatement(sql: """
                     INSERT INTO records(zoneID, id, changeTag, seq, payload) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT(zoneID, id) DO UPDATE SET changeTag = excluded.changeTag, seq = excluded.seq,
                         payload = excluded.payload
-                    """, arguments: [zone.id, record.id, tag, seq, payload])
+                    """).execute(arguments: [zone.id, record.id, tag, seq, payload])
                 for a in record.receipt?.attachments ?? [] {
-                    try db.execute(sql: "INSERT OR IGNORE INTO recordBlobs(zoneID, recordID, sha256) VALUES (?, ?, ?)",
-                                   arguments: [zone.id, record.id, a.sha256])
+                    try db.cachedStatement(sql: "INSERT OR IGNORE INTO recordBlobs(zoneID, recordID, sha256) VALUES (?, ?, ?)")
+                        .execute(arguments: [zone.id, record.id, a.sha256])
                 }
                 results.append(WirePushResult(id: record.id, status: .saved, changeTag: tag))
             }
-            try db.execute(sql: "UPDATE zones SET seq = ? WHERE id = ?", arguments: [seq, zone.id])
+            try db.cachedStatement(sql: "UPDATE zones SET seq = ? WHERE id = ?").execute(arguments: [seq, zone.id])
             return WirePushResponse(results: results)
             }
         }
@@ -188,9 +191,9 @@ extension ServerCatalog {
                 }
                 after = n
             }
-            let rows = try Row.fetchAll(db, sql: """
+            let rows = try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT id, changeTag, seq, payload FROM records WHERE zoneID = ? AND seq > ? ORDER BY seq LIMIT ?
-                """, arguments: [zone.id, after, limit + 1])
+                """), arguments: [zone.id, after, limit + 1])
             let more = rows.count > limit
             var records: [WireRecord] = []
             var last = after

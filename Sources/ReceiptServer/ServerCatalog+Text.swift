@@ -58,7 +58,7 @@ extension ServerCatalog {
     /// version) stays: extractors of one version read the same bytes alike, and a later member cannot
     /// replace what others pulled.
     public func putTexts(_ texts: [WireText], version: String, caller: Account) async throws -> [String] {
-        try await pool.write { db in
+        try await rowsWrite { db in
             var refused: [String] = []
             var stored: [String] = []
             let now = Self.now()
@@ -67,10 +67,10 @@ extension ServerCatalog {
                     refused.append(text.sha256 ?? "")
                     continue
                 }
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     INSERT INTO blobTexts(sha256, version, text, failure, uploadedAt) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT(sha256, version) DO NOTHING
-                    """, arguments: [sha256, version, text.text, text.failed, now])
+                    """).execute(arguments: [sha256, version, text.text, text.failed, now])
                 if db.changesCount > 0 { stored.append(sha256) }
             }
             try Self.bumpTextReaders(db, blobs: stored)
@@ -89,9 +89,9 @@ extension ServerCatalog {
     public func textWant(_ blobs: [String], version: String, caller: Account) async throws -> [String] {
         try await pool.read { db in
             try blobs.filter { blob in
-                try Self.canRead(db, blob: blob, caller: caller) && !(Bool.fetchOne(db, sql: """
+                try Self.canRead(db, blob: blob, caller: caller) && !(Bool.fetchOne(db.cachedStatement(sql: """
                     SELECT EXISTS (SELECT 1 FROM blobTexts WHERE sha256 = ? AND version = ?)
-                    """, arguments: [blob, version]) ?? false)
+                    """), arguments: [blob, version]) ?? false)
             }
         }
     }
@@ -105,8 +105,8 @@ extension ServerCatalog {
             // The text first: most blobs asked for have none yet, and its key lookup is cheaper than
             // the authorization join, which then runs only for a text there is to hand out.
             for blob in blobs {
-                guard let row = try Row.fetchOne(db, sql: "SELECT text, failure FROM blobTexts WHERE sha256 = ? AND version = ?",
-                                                 arguments: [blob, version]),
+                let lookup = try db.cachedStatement(sql: "SELECT text, failure FROM blobTexts WHERE sha256 = ? AND version = ?")
+                guard let row = try Row.fetchOne(lookup, arguments: [blob, version]),
                       try Self.canRead(db, blob: blob, caller: caller) else { continue }
                 let text = WireText(sha256: blob, text: row["text"], failed: row["failure"])
                 bytes += (text.text?.utf8.count ?? 0) + (text.failed?.utf8.count ?? 0)
