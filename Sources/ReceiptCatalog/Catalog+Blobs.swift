@@ -102,7 +102,7 @@ public struct CatalogCounts: Sendable, Equatable {
 /// Reads of the `blobs` table.
 extension Catalog {
     public static func blob(_ db: Database, _ id: BlobID) throws -> BlobRecord? {
-        try BlobRecord.fetchOne(db, key: id.hex)
+        try BlobRecord.fetchOne(db.cachedStatement(sql: "SELECT * FROM blobs WHERE sha256 = ?"), arguments: [id.hex])
     }
 
     /// A cached statement: gc asks this once for every file of the tree.
@@ -111,9 +111,9 @@ extension Catalog {
     }
 
     public static func blobSummary(_ db: Database, _ id: BlobID) throws -> BlobSummary? {
-        guard let row = try Row.fetchOne(db, sql: """
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT size, storedSize, encoding, inline IS NOT NULL, createdAt FROM blobs WHERE sha256 = ?
-            """, arguments: [id.hex]) else { return nil }
+            """), arguments: [id.hex]) else { return nil }
         return BlobSummary(size: row[0], storedSize: row[1], encoding: try row.decode(atIndex: 2), isInline: row[3],
                            createdAt: row[4])
     }

@@ -45,9 +45,9 @@ extension CatalogWriter {
     /// Removes the receipt's entries up to `seq` (pushed), or all of them (`seq` nil: settled by a merge).
     public func settle(_ receiptID: String, through seq: Int64? = nil) throws {
         if let seq {
-            try db.execute(sql: "DELETE FROM changes WHERE receiptID = ? AND seq <= ?", arguments: [receiptID, seq])
+            try db.cachedStatement(sql: "DELETE FROM changes WHERE receiptID = ? AND seq <= ?").execute(arguments: [receiptID, seq])
         } else {
-            try db.execute(sql: "DELETE FROM changes WHERE receiptID = ?", arguments: [receiptID])
+            try db.cachedStatement(sql: "DELETE FROM changes WHERE receiptID = ?").execute(arguments: [receiptID])
         }
     }
 
@@ -60,7 +60,8 @@ extension CatalogWriter {
 /// Reads of the outbox.
 public enum Outbox {
     public static func hasPending(_ db: Database, _ receiptID: String) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM changes WHERE receiptID = ?)", arguments: [receiptID]) ?? false
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM changes WHERE receiptID = ?)"),
+                          arguments: [receiptID]) ?? false
     }
 
     /// An outbox entry: the receipt, its zone when it changed, the entry's number.

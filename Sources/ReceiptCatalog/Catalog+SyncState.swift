@@ -16,7 +16,7 @@ public struct SyncStateRow: Sendable, Equatable {
 
 extension Catalog {
     public static func syncState(_ db: Database, _ receiptID: String) throws -> SyncStateRow? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT zone, changeTag, base FROM syncState WHERE receiptID = ?",
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT zone, changeTag, base FROM syncState WHERE receiptID = ?"),
                                          arguments: [receiptID]) else { return nil }
         return SyncStateRow(zone: row["zone"], changeTag: row["changeTag"], base: row["base"])
     }
@@ -24,8 +24,8 @@ extension Catalog {
 
 extension CatalogWriter {
     public func setSyncState(_ receiptID: String, _ state: SyncStateRow) throws {
-        try db.execute(sql: "INSERT OR REPLACE INTO syncState(receiptID, zone, changeTag, base) VALUES (?, ?, ?, ?)",
-                       arguments: [receiptID, state.zone, state.changeTag, state.base])
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO syncState(receiptID, zone, changeTag, base) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [receiptID, state.zone, state.changeTag, state.base])
     }
 
     public func clearSyncState(zone: String) throws {
