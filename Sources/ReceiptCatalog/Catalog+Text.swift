@@ -74,11 +74,13 @@ extension Catalog {
     /// Records the text of a blob (or why the extractor failed on it), replacing an older one.
     public static func storeText(_ db: Database, sha256: String, version: String, text: String?, error: String?,
                                  at time: Millis = nowMillis()) throws {
-        try db.execute(sql: """
+        // Prepared once: it fires the search index's triggers, which preparing compiles in (`index` and
+        // a sync store thousands of texts; docs/DESIGN.md, "Statements prepared once").
+        try db.cachedStatement(sql: """
             INSERT INTO blobText(sha256, extractor, state, text, error, extractedAt) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT(sha256) DO UPDATE SET extractor = excluded.extractor, state = excluded.state,
                 text = excluded.text, error = excluded.error, extractedAt = excluded.extractedAt
-            """, arguments: [sha256, version, text == nil ? "failed" : "text", text ?? "", error, time])
+            """).execute(arguments: [sha256, version, text == nil ? "failed" : "text", text ?? "", error, time])
     }
 
     /// Makes every blob pending again (`index --rebuild`); the old texts stay searchable until replaced.
