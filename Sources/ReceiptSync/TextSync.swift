@@ -79,21 +79,7 @@ extension SyncEngine {
     /// uploads of many (`POST /v1/text/put`) where the server takes them, else one `PUT` each.
     private func offer(_ blobs: [String], version: String) async throws {
         let wanted = try await client.textWant(blobs, version: version)
-        let texts = try vault.catalogRead { db in
-            try wanted.compactMap { sha256 -> WireText? in
-                guard let stored = try Catalog.storedText(db, sha256, version: version) else { return nil }
-                let text: WireText = stored.text == nil
-                    ? WireText(sha256: sha256, text: nil, failed: String((stored.error ?? "the extractor failed").prefix(1000)))
-                    : WireText(sha256: sha256, text: stored.text, failed: nil)
-                // A text over the server's limit stays with this vault (its members extract it themselves).
-                if (text.text?.utf8.count ?? 0) > WireText.maxBytes || text.validationError != nil { return nil }
-                return text
-            }
-        }
-        guard serverTakesTextBatches else {
-            for text in texts { try await putText(text, version: version) }
-            return
-        }
+        // Read one at a time and sent by the upload: memory holds one upload (1 MiB of text), not 256 texts.
         var batch: [WireText] = []
         var bytes = 0
         func flush() async throws {
@@ -108,7 +94,17 @@ extension SyncEngine {
                 for text in batch { try await putText(text, version: version) }
             }
         }
-        for text in texts {
+        for sha256 in wanted {
+            guard let stored = try vault.catalogRead({ try Catalog.storedText($0, sha256, version: version) }) else { continue }
+            let text: WireText = stored.text == nil
+                ? WireText(sha256: sha256, text: nil, failed: String((stored.error ?? "the extractor failed").prefix(1000)))
+                : WireText(sha256: sha256, text: stored.text, failed: nil)
+            // A text over the server's limit stays with this vault (its members extract it themselves).
+            if (text.text?.utf8.count ?? 0) > WireText.maxBytes || text.validationError != nil { continue }
+            guard serverTakesTextBatches else {
+                try await putText(text, version: version)
+                continue
+            }
             let weight = WireTextPut.weight(text)
             if batch.count == WireTextPut.maxTexts || bytes + weight > WireTextPut.maxBatchBytes { try await flush() }
             batch.append(text)
