@@ -19,14 +19,6 @@ extension Catalog {
     /// The files of these receipts, by receipt, each in position order.
     public static func files(_ db: Database, of receiptIDs: [String]) throws -> [String: [AttachedFile]] {
         guard !receiptIDs.isEmpty else { return [:] }
-        // One receipt's (a sync asks for each it pushes): the same statement every time, prepared once.
-        if receiptIDs.count == 1 { return try files(db, "WHERE a.receiptID = ?", StatementArguments(receiptIDs), cached: true) }
-        return try files(db, "WHERE a.receiptID IN (\(databaseQuestionMarks(count: receiptIDs.count)))",
-                         StatementArguments(receiptIDs))
-    }
-
-    private static func files(_ db: Database, _ scopeSQL: String, _ args: StatementArguments,
-                              cached: Bool = false) throws -> [String: [AttachedFile]] {
         var files: [String: [AttachedFile]] = [:]
         // The size the attachment carries; the blob row's only for a row the repair has not yet given
         // one (as when the blob row was joined, a file whose blob row is gone is left out: fsck's).
@@ -34,10 +26,12 @@ extension Catalog {
             SELECT a.receiptID, a.sha256, a.filename, a.mediaType,
                    coalesce(a.size, (SELECT b.size FROM blobs b WHERE b.sha256 = a.sha256))
             FROM attachments a
-            \(scopeSQL)
+            WHERE a.receiptID IN (\(databaseQuestionMarks(count: receiptIDs.count)))
             ORDER BY a.receiptID, a.position
             """
-        let rows = try Row.fetchCursor(cached ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql), arguments: args)
+        // Prepared once per list length: a sync asks for one receipt's files at a time, `list` for 256
+        // receipts' at a time, so a command prepares one or two of these.
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: StatementArguments(receiptIDs))
         while let row = try rows.next() {
             guard let size = try row.decode(Int64?.self, atIndex: 4) else { continue }
             let receiptID: String = try row.decode(atIndex: 0)

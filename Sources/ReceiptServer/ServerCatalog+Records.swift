@@ -51,7 +51,7 @@ extension ServerCatalog {
     /// sets it to now (docs/DESIGN.md, "Server gc"). Refused with 507 (and nothing recorded) when the
     /// blobs would take the caller past its quota.
     public func registerUploads(_ blobs: [(id: BlobID, size: Int64)], caller: Account) async throws {
-        try await rowsWrite { db in
+        try await pool.write { db in
             let now = Self.now() + uploadReservationMilliseconds
             try Self.withinQuota(db, accountID: caller.id) {
                 for blob in blobs {
@@ -68,7 +68,7 @@ extension ServerCatalog {
 
     /// Ends the reservation `registerUploads` made: the blobs are in place, `touchedAt` is now.
     public func uploadsInstalled(_ ids: [BlobID]) async throws {
-        try await rowsWrite { db in
+        try await pool.write { db in
             for id in ids {
                 try db.cachedStatement(sql: "UPDATE blobs SET touchedAt = ? WHERE sha256 = ?")
                     .execute(arguments: [Self.now(), id.hex])
@@ -99,7 +99,7 @@ extension ServerCatalog {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let decoder = JSONDecoder()
-        return try await rowsWrite { db in
+        return try await pool.write { db in
             let zone = try Self.requireZone(db, owner: owner, name: name, caller: caller)
             guard zone.role != .read else {
                 throw ServerError(403, "the account \(caller.name) has read-only access to \(Self.zoneLabel(owner, name)): its changes were refused")

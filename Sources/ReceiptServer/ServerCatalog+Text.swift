@@ -58,7 +58,7 @@ extension ServerCatalog {
     /// version) stays: extractors of one version read the same bytes alike, and a later member cannot
     /// replace what others pulled.
     public func putTexts(_ texts: [WireText], version: String, caller: Account) async throws -> [String] {
-        try await rowsWrite { db in
+        try await pool.write { db in
             var refused: [String] = []
             var stored: [String] = []
             let now = Self.now()

@@ -149,26 +149,6 @@ public final class ServerCatalog: Sendable {
         return m
     }
 
-    /// A write transaction whose statements each change a few rows (a push, an upload's bookkeeping,
-    /// texts). Every INSERT into a table with triggers keeps a journal of the pages it changes, to undo
-    /// itself alone; past 64 KiB SQLite spills it to a file in /var/tmp — 119,000 `pwrite`s for a
-    /// first sync of 5,000 receipts. `temp_store = MEMORY` keeps those few pages in memory; it is set
-    /// before the transaction begins (inside one, the file is open already) and only for these writes:
-    /// a statement that changes a whole zone keeps its journal on disk.
-    func rowsWrite<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await pool.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA temp_store = MEMORY")
-            defer { try? db.execute(sql: "PRAGMA temp_store = DEFAULT") }
-            var result: T?
-            try db.inTransaction(.immediate) {
-                result = try body(db)
-                return .commit
-            }
-            guard let result else { throw DatabaseError(resultCode: .SQLITE_INTERNAL, message: "no result") }
-            return result
-        }
-    }
-
     static func now() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)

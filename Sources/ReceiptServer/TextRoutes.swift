@@ -20,7 +20,7 @@ struct TextRoutes {
             let body = try await request.decodeJSON(WireText.self, limit: maxBody)
             if let problem = body.validationError { throw ServerError.bad(problem) }
             try checkLength(body)
-            try await catalog.putText(id.hex, version: version, WireText(text: body.text, failed: body.failed), caller: caller)
+            try await catalog.putText(id.hex, version: version, body, caller: caller)
             return Response(status: .noContent)
         }
         group.post("text/put") { request, context in

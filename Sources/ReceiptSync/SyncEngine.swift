@@ -50,10 +50,12 @@ public final class SyncEngine {
     var report = SyncReport()
     /// Own zones found re-created on the server during this sync, whose receipts are pushed again.
     var requeued: [ZoneRef] = []
+    /// The server's protocol revision (2: a server before the revision exchange).
+    var serverRevision = 2
     /// The server keeps extracted text (revision 3 or later).
-    var serverKeepsText = false
+    var serverKeepsText: Bool { serverRevision >= WireProtocol.textRevision }
     /// The server takes many texts in one upload (revision 5 or later); else one `PUT` each.
-    var serverTakesTextBatches = false
+    var serverTakesTextBatches: Bool { serverRevision >= WireProtocol.textPutRevision }
     /// The account's text counter at the start of this sync (nil: a server before revision 4).
     var textSeq: Int64?
     /// Blobs of receipts the server took for the first time in this sync (see TextSync.swift).
@@ -85,8 +87,7 @@ public final class SyncEngine {
         transfer.removeStaleStaging()
         let info = try await client.accountInfo()
         let account = info.account
-        serverKeepsText = (info.revision ?? 2) >= WireProtocol.textRevision
-        serverTakesTextBatches = (info.revision ?? 2) >= WireProtocol.textPutRevision
+        serverRevision = info.revision ?? 2
         textSeq = info.textSeq
         firstPushed = FirstPushed()
         guard account == remote.account else {

@@ -240,6 +240,17 @@ class ServerStoreConformanceTests: XCTestCase {
 
     // MARK: Text counters
 
+    /// Two stores over one catalog (as two server processes), alice's zone "household", bob and carol.
+    func textHousehold() async throws -> (any ServerStore, any ServerStore, Account, Account, Account) {
+        let store = try await openStore()
+        let other = try await openStore()
+        let alice = try await account(store, "alice")
+        let bob = try await account(store, "bob")
+        let carol = try await account(store, "carol")
+        _ = try await store.createZone(owner: "alice", name: "household", caller: alice)
+        return (store, other, alice, bob, carol)
+    }
+
     /// Uploads 100 random bytes of `seed` as a server installs them: recorded first, then the file.
     func upload(_ store: any ServerStore, seed: Int, caller: Account) async throws -> BlobID {
         let bytes = TestData.random(100, seed: UInt64(seed))
@@ -256,12 +267,7 @@ class ServerStoreConformanceTests: XCTestCase {
     /// already moves nothing); sharing a zone moves the participant's. Texts stored at once through
     /// two stores (two processes) each move it exactly once.
     func testTextCountersMoveWithEachStoredTextForItsReaders() async throws {
-        let store = try await openStore()
-        let other = try await openStore()
-        let alice = try await account(store, "alice")
-        let bob = try await account(store, "bob")
-        let carol = try await account(store, "carol")
-        _ = try await store.createZone(owner: "alice", name: "household", caller: alice)
+        let (store, other, alice, bob, carol) = try await textHousehold()
         var blobs: [String] = []
         for seed in 1...2 {
             let id = try await upload(store, seed: seed, caller: alice)
@@ -307,12 +313,7 @@ class ServerStoreConformanceTests: XCTestCase {
     /// upload. Two uploads of the same texts at once, in opposite orders through two stores, neither
     /// deadlock nor both count.
     func testManyTextsInOneUploadMoveEachReadersCounterOnce() async throws {
-        let store = try await openStore()
-        let other = try await openStore()
-        let alice = try await account(store, "alice")
-        let bob = try await account(store, "bob")
-        let carol = try await account(store, "carol")
-        _ = try await store.createZone(owner: "alice", name: "household", caller: alice)
+        let (store, other, alice, bob, carol) = try await textHousehold()
         try await store.share(owner: "alice", name: "household", with: "bob", role: .read, caller: alice)
         var records: [WirePushRecord] = []
         var blobs: [String] = []
