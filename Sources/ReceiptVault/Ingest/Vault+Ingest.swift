@@ -69,39 +69,6 @@ final class PreparedBatch<Item: Sendable>: @unchecked Sendable {
     }
 }
 
-/// How a batch's transaction learns what the caller makes of sources that failed while it read
-/// them: the messages their items carry, or an error that stops the ingest (and rolls the batch back).
-typealias IngestSettle = @Sendable ([(index: Int, error: Error)]) throws -> [String]
-
-/// A batch being installed and committed on a thread of its own, and its conversation with the
-/// calling thread: the failures of its reads go to the caller's `failed` there.
-private final class BatchInFlight<Out: Sendable>: @unchecked Sendable {
-    let failures = Parallel.Handoff<[(index: Int, error: Error)]>()
-    let verdict = Parallel.Handoff<Result<[String], Error>>()
-    var result: Parallel.Background<Result<Out, Error>>!
-    private var settled = false
-
-    /// Waits for the batch's reads, and answers its failures through `failed` (on this thread).
-    func settle<Item>(_ items: [(Item, Int)], _ failed: (Item, Error) throws -> String) throws {
-        guard !settled else { return }
-        settled = true
-        let found = failures.take()
-        do {
-            verdict.put(.success(try found.map { try failed(items[$0.index].0, $0.error) }))
-        } catch {
-            verdict.put(.failure(error))
-            throw error
-        }
-    }
-
-    var settle: IngestSettle {
-        { [self] found in
-            failures.put(found)
-            return try verdict.take().get()
-        }
-    }
-}
-
 extension Vault {
     /// Small files read at once inside a batch's transaction (the next slice is read meanwhile).
     static let ingestReadSlice = 1024
@@ -142,51 +109,78 @@ extension Vault {
         committed: (Out, _ itemsDone: Int) throws -> Void
     ) throws {
         let target = target ?? catalog
-        var inFlight: (batch: [(Item, Int)], flight: BatchInFlight<Out>)?
+        /// The open transaction, and the batches written into it, each with the count of items done
+        /// once it commits.
+        var span: IngestSpan?
+        var written: [(Out, Int)] = []
+        /// The batch handed to the span whose rows are not written yet, and the items done after it.
+        var inFlight: (batch: [(Item, Int)], flight: BatchInFlight<Out>, end: Int)?
         var start = 0  // items in the batches launched so far
         var ahead = try next()
+        /// Ends the open span; once it committed, each of its batches goes to `committed`.
+        func commitSpan() throws {
+            guard let open = span else { return }
+            span = nil
+            let batches = written
+            written = []
+            try open.commit().get()
+            for (out, done) in batches { try committed(out, done) }
+        }
+        /// Waits until the batch in flight is written into the span.
+        func landInFlight() throws {
+            guard let (batch, flight, end) = inFlight else { return }
+            try flight.settle(batch, failed)
+            inFlight = nil
+            written.append((try flight.written.take().get(), end))
+        }
         do {
             repeat {
                 // The batch before has read its sources: what failed there decides this batch's sources.
-                if let (batch, flight) = inFlight { try flight.settle(batch, failed) }
+                if let (batch, flight, _) = inFlight { try flight.settle(batch, failed) }
                 var limits = budget
                 var batch: [Item] = []
                 var sources: [IngestSource?] = []
+                var bytes: Int64 = 0
                 while let item = ahead, !limits.isFull {
                     let source = source(item)
                     let (size, inline) = source.map(cost) ?? (0, true)
                     limits.add(size: size, inline: inline)
+                    bytes += size
                     batch.append(item)
                     sources.append(source)
                     ahead = try next()
                 }
                 let end = start + batch.count
                 let prepared = try prepareBatch(batch, sources, failed: failed)
-                if let (_, flight) = inFlight {
-                    inFlight = nil
-                    try committed(try flight.result.wait().get(), start)
+                try landInFlight()
+                if let open = span, open.items >= budget.spanItemsLimit || open.bytes >= budget.spanBytesLimit {
+                    try commitSpan()
                 }
+                let open = span ?? IngestSpan(target)
+                span = open
+                open.items += batch.count
+                open.bytes += bytes
                 let flight = BatchInFlight<Out>()
                 let settle = flight.settle
-                flight.result = Parallel.Background {
-                    let result = Result { try self.install(prepared, into: target, ledgered: true, settle: settle, rows: rows) }
-                    flight.failures.put([])  // a batch that failed before its reads were settled
-                    return result
-                }
-                inFlight = (Array(zip(batch, batch.indices)), flight)
+                open.write(IngestSpan.Job(run: { w in
+                    let result = Result { try self.write(prepared, w, settle: settle, rows: rows) }
+                    flight.end(result)
+                    try result.get()  // a batch that fails rolls its span back
+                }, abandon: { flight.end(.failure($0)) }))
+                inFlight = (Array(zip(batch, batch.indices)), flight, end)
                 start = end
             } while ahead != nil
-            if let (batch, flight) = inFlight {
-                try flight.settle(batch, failed)
-                inFlight = nil
-                try committed(try flight.result.wait().get(), start)
-            }
+            try landInFlight()
+            try commitSpan()
         } catch {
-            // The batch in flight rolls back unless its reads were settled already; then it commits,
-            // and is counted.
-            if let (_, flight) = inFlight {
+            // The batch in flight fails unless its reads were settled already; if it was written, the
+            // span commits with it, and what it holds is counted.
+            if let (_, flight, end) = inFlight {
                 flight.verdict.put(.failure(error))
-                if case .success(let out) = flight.result.wait() { try? committed(out, start) }
+                if case .success(let out) = flight.written.take() { written.append((out, end)) }
+            }
+            if let open = span, case .success = open.commit() {
+                for (out, done) in written { try? committed(out, done) }
             }
             throw error
         }
@@ -201,11 +195,13 @@ extension Vault {
     func ingestOnce<Out>(_ sources: [IngestSource], into target: Catalog?,
                          rows: (CatalogWriter, [Ingested]) throws -> Out) throws -> Out {
         let prepared = try prepareBatch(Array(sources.indices), sources, failed: { _, error in throw error })
-        return try install(prepared, into: target ?? catalog, ledgered: false, settle: { found in
-            if let first = found.first { throw first.error }
-            return []
-        }) { w, done in
-            try rows(w, done.compactMap { if case .ingested(let blob) = $0.1 { blob } else { nil } })
+        return try (target ?? catalog).rowsTransaction { w in
+            try write(prepared, w, settle: { found in
+                if let first = found.first { throw first.error }
+                return []
+            }) { w, done in
+                try rows(w, done.compactMap { if case .ingested(let blob) = $0.1 { blob } else { nil } })
+            }
         }
     }
 
@@ -271,15 +267,13 @@ extension Vault {
         }.map { indexes[$0] }
     }
 
-    /// Installs the batch's staged blobs durably, then in one transaction inserts the blob rows —
-    /// reading the deferred small files slice by slice meanwhile — settles the reads that failed with
-    /// the caller (`settle`), and runs `rows`. `ledgered`: `rows` only adds rows through the catalog's
-    /// verbs, so the transaction keeps its books itself (`Catalog.rowsTransaction(ledgered:)`); a
-    /// single batch (`ingestOnce`: sync, attach, repair, whose rows also change and delete) keeps the
-    /// row triggers.
-    private func install<Item: Sendable, Out>(_ batch: PreparedBatch<Item>, into target: Catalog, ledgered: Bool,
-                                              settle: IngestSettle,
-                                              rows: (CatalogWriter, [(Item, IngestOutcome)]) throws -> Out) throws -> Out {
+    /// Installs the batch's staged blobs durably, then in the open transaction `w` inserts the blob
+    /// rows — reading the deferred small files slice by slice meanwhile — settles the reads that
+    /// failed with the caller (`settle`), and runs `rows`. In a ledgered transaction (the ingest
+    /// path's spans) `rows` only adds rows through the catalog's verbs; a single batch (`ingestOnce`:
+    /// sync, attach, repair, whose rows also change and delete) keeps the row triggers.
+    private func write<Item: Sendable, Out>(_ batch: PreparedBatch<Item>, _ w: CatalogWriter, settle: IngestSettle,
+                                            rows: (CatalogWriter, [(Item, IngestOutcome)]) throws -> Out) throws -> Out {
         var installed: [BlobID: StoredBlob] = [:]
         let staged = batch.items.compactMap { if case .prepared(let blob) = $0.1 { blob.staged } else { nil } }
         if !staged.isEmpty {
@@ -288,52 +282,50 @@ extension Vault {
         let order = Self.insertionOrder(batch.items.indices.filter {
             switch batch.items[$0].1 { case .prepared, .deferred: true; default: false }
         }, batch)
-        return try target.rowsTransaction(ledgered: ledgered) { w in
-            var failures: [(index: Int, error: Error)] = []
-            /// Reads (on every core, on a thread of its own) the deferred files among `order[from...]`'s next slice.
-            func startReading(from: Int) -> (ArraySlice<Int>, Parallel.Background<[Result<PreparedBlob, Error>]>)? {
-                guard from < order.endIndex else { return nil }
-                let slice = order[from..<min(from + Self.ingestReadSlice, order.endIndex)]
-                let inputs = slice.compactMap { if case .deferred(let input) = batch.items[$0].1 { input } else { nil } }
-                // One thread per core: the writer, on this thread, keeps working meanwhile.
-                return (slice, Parallel.Background { Parallel.map(inputs) { try self.prepare(.file($0)) } })
-            }
-            var reading = startReading(from: order.startIndex)
-            while let (slice, pending) = reading {
-                let read = pending.wait()
-                reading = startReading(from: slice.endIndex)
-                var next = read.makeIterator()
-                for index in slice {
-                    let blob: PreparedBlob
-                    switch batch.items[index].1 {
-                    case .prepared(let prepared): blob = prepared
-                    case .deferred:
-                        switch next.next() {
-                        case .success(let read)?: blob = read
-                        case .failure(let error)?:
-                            failures.append((index, error))
-                            continue
-                        case nil: continue
-                        }
-                    default: continue
+        var failures: [(index: Int, error: Error)] = []
+        /// Reads (on every core, on a thread of its own) the deferred files among `order[from...]`'s next slice.
+        func startReading(from: Int) -> (ArraySlice<Int>, Parallel.Background<[Result<PreparedBlob, Error>]>)? {
+            guard from < order.endIndex else { return nil }
+            let slice = order[from..<min(from + Self.ingestReadSlice, order.endIndex)]
+            let inputs = slice.compactMap { if case .deferred(let input) = batch.items[$0].1 { input } else { nil } }
+            // One thread per core: the writer, on this thread, keeps working meanwhile.
+            return (slice, Parallel.Background { Parallel.map(inputs) { try self.prepare(.file($0)) } })
+        }
+        var reading = startReading(from: order.startIndex)
+        while let (slice, pending) = reading {
+            let read = pending.wait()
+            reading = startReading(from: slice.endIndex)
+            var next = read.makeIterator()
+            for index in slice {
+                let blob: PreparedBlob
+                switch batch.items[index].1 {
+                case .prepared(let prepared): blob = prepared
+                case .deferred:
+                    switch next.next() {
+                    case .success(let read)?: blob = read
+                    case .failure(let error)?:
+                        failures.append((index, error))
+                        continue
+                    case nil: continue
                     }
-                    let known = try recordBlob(w, blob, installed: blob.adopted ?? installed[blob.id])
-                    // The bytes go once their row is written: at most two slices are in memory.
-                    batch.items[index].1 = .done(Ingested(id: blob.id, size: blob.size, mediaType: blob.mediaType,
-                                                          deduplicated: known))
+                default: continue
                 }
+                let known = try recordBlob(w, blob, installed: blob.adopted ?? installed[blob.id])
+                // The bytes go once their row is written: at most two slices are in memory.
+                batch.items[index].1 = .done(Ingested(id: blob.id, size: blob.size, mediaType: blob.mediaType,
+                                                      deduplicated: known))
             }
-            for ((index, _), message) in zip(failures, try settle(failures)) { batch.items[index].1 = .failed(message) }
-            // The caller's rows index each receipt they touch once, at the end of the transaction.
-            return try w.holdingSearchIndex {
-                try rows(w, batch.items.map { item, state in
-                    switch state {
-                    case .done(let blob): (item, .ingested(blob))
-                    case .failed(let message): (item, .failed(message))
-                    default: (item, .none)
-                    }
-                })
-            }
+        }
+        for ((index, _), message) in zip(failures, try settle(failures)) { batch.items[index].1 = .failed(message) }
+        // The caller's rows index each receipt they touch once, at the end of the transaction.
+        return try w.holdingSearchIndex {
+            try rows(w, batch.items.map { item, state in
+                switch state {
+                case .done(let blob): (item, .ingested(blob))
+                case .failed(let message): (item, .failed(message))
+                default: (item, .none)
+                }
+            })
         }
     }
 

@@ -30,22 +30,21 @@ extension Vault {
         }, rows: { w, batch in
             try writer.write(w, batch)
         }, committed: { rows, _ in
-            for (row, outcome) in rows {
-                let receipt = row.receipt
-                switch outcome {
-                case .failed(let message): report.failed.append(FailedFile(path: row.file.given, error: message))
+            for row in rows {
+                switch row.outcome {
+                case .failed(let message): report.failed.append(FailedFile(path: row.given, error: message))
                 case .imported(let heldBy, let deduplicated, let existing):
                     if !existing {
                         report.added += 1
-                        if counted.insert(receipt).inserted { report.receiptsAdded += 1 }
+                        if counted.insert(row.receipt).inserted { report.receiptsAdded += 1 }
                     } else {
                         report.existing += 1
                     }
-                    try each(ImportedFile(id: heldBy ?? row.planned.id, path: row.file.given, sha256: row.file.id.hex,
-                                          size: row.file.size, deduplicated: deduplicated, existing: existing))
+                    try each(ImportedFile(id: heldBy ?? ReceiptID.text(row.receiptID), path: row.given, sha256: row.id.hex,
+                                          size: row.size, deduplicated: deduplicated, existing: existing))
                 }
-                if row.last { counted.remove(receipt) }
-                tally.bytesDone += row.file.size
+                if row.last { counted.remove(row.receipt) }
+                tally.bytesDone += row.size
                 tally.rowsDone += 1
             }
             progress?(tally)
@@ -62,7 +61,19 @@ enum ManifestRowOutcome: Sendable {
     case imported(heldBy: String?, deduplicated: Bool, existing: Bool)
 }
 
-/// A row with a file, as the report needs it: references to the row read from the plan.
+/// What the report needs of a row with a file once its batch committed: not the row itself (its
+/// metadata and paths), which the batches of a transaction would otherwise hold until it commits.
+struct ManifestReportRow: Sendable {
+    let given: String
+    let id: Digest
+    let size: Int64
+    let receipt: Int
+    let receiptID: UUID
+    let last: Bool
+    let outcome: ManifestRowOutcome
+}
+
+/// A row with a file, as the batch's transaction needs it: references to the row read from the plan.
 struct ManifestFileRow: Sendable {
     let file: ManifestFile
     let row: PlannedRow
@@ -88,7 +99,7 @@ final class ManifestRowWriter: @unchecked Sendable {
 
     init(newZones: [String]) { self.newZones = newZones }
 
-    func write(_ w: CatalogWriter, _ items: [(PlannedRow, IngestOutcome)]) throws -> [(ManifestFileRow, ManifestRowOutcome)] {
+    func write(_ w: CatalogWriter, _ items: [(PlannedRow, IngestOutcome)]) throws -> [ManifestReportRow] {
         let db = w.db
         if first {
             first = false
@@ -157,7 +168,12 @@ final class ManifestRowWriter: @unchecked Sendable {
             try w.touchReceipt(receipt.id)
             try w.recordChange(receipt.id, zone: receipt.zone, .upsert)
         }
-        return zip(rows, out).compactMap { row, outcome in outcome.map { (row, $0) } }
+        return zip(rows, out).compactMap { row, outcome in
+            outcome.map {
+                ManifestReportRow(given: row.file.given, id: row.file.id, size: row.file.size, receipt: row.receipt,
+                                  receiptID: row.planned.uuid, last: row.last, outcome: $0)
+            }
+        }
     }
 
     /// One row with a file, of the receipt whose state is `state`.
