@@ -50,6 +50,15 @@ void cfileops_limit_malloc_arenas(int count) {
 #endif
 }
 
+/// malloc.h: see CFileOps.h.
+void cfileops_fix_malloc_mmap_threshold(int bytes) {
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, bytes);
+#else
+    (void)bytes;
+#endif
+}
+
 int cfileops_rename_noreplace(const char *from, const char *to) {
     return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
 }

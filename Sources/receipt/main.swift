@@ -7,5 +7,9 @@ import ReceiptCommands
 // every arena keeps what was freed in it: one per core holds the peak RSS of a 100,000-row manifest
 // ~8 MB lower (see "Memory" in docs/DESIGN.md).
 cfileops_limit_malloc_arenas(Int32(max(2, ProcessInfo.processInfo.activeProcessorCount)))
+// glibc's default threshold for blocks with pages of their own (128 KiB), fixed: left to slide, it
+// rose as large blocks were freed and a million-row manifest import kept ~7 MB more of freed heap
+// resident (88-92 -> 82-83 MB at 400,000 rows, same time; docs/BENCHMARKS.md).
+cfileops_fix_malloc_mmap_threshold(128 << 10)
 
 await ReceiptCommand.run(arguments: nil)

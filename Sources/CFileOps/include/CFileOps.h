@@ -25,6 +25,12 @@ int cfileops_set_direct(int fd, int on);
 /// what its threads freed.
 void cfileops_limit_malloc_arenas(int count);
 
+/// mallopt(M_MMAP_THRESHOLD, bytes) where the C library is glibc (a no-op elsewhere): allocations of
+/// `bytes` or more get pages of their own, returned to the system when freed. Setting it also stops
+/// glibc from raising the threshold each time such a block is freed, after which growing buffers
+/// (a dictionary's storage, SQLite's) are carved from the heap and their freed pages stay resident.
+void cfileops_fix_malloc_mmap_threshold(int bytes);
+
 /// renameat2(RENAME_NOREPLACE): renames `from` to `to` only when `to` does not exist (EEXIST
 /// otherwise), atomically. Returns 0, or -1 with errno set (EINVAL where the file system cannot).
 int cfileops_rename_noreplace(const char *from, const char *to);
