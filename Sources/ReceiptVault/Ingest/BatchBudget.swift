@@ -8,10 +8,10 @@ struct BatchBudget {
     static let stagedFilesLimit = 256
     /// Staged bytes wait in interim/ (on disk, not in memory) until the batch is installed.
     static let stagedBytesLimit: Int64 = 1 << 30
-    /// Small files are held in memory until their rows commit, and the batch's rows, outcomes and
-    /// report with them: 16 MiB, since two batches are in flight (one is staged while the one before
-    /// it commits). At 32 MiB a manifest import of 100,000 small files peaked at 97–103 MB, at 16 MiB
-    /// 79 MB, for 5–10 % more time (more, smaller transactions).
+    /// Small files of a batch: its items, outcomes and report are in memory while it is prepared and
+    /// written (its files themselves 1,024 at a time), and two batches are in flight (one prepared
+    /// while the one before is written). At 32 MiB a manifest import of 100,000 small files peaked at
+    /// 97–103 MB, at 16 MiB 79 MB, for 5–10 % more time.
     let inlineBytesLimit: Int64
     /// Items of one batch.
     let rowsLimit: Int
@@ -46,6 +46,9 @@ struct BatchBudget {
             stagedBytes += size
         }
     }
+
+    /// Bytes the batch's sources bring (small and staged).
+    var bytes: Int64 { inlineBytes + stagedBytes }
 
     var isFull: Bool {
         rows >= rowsLimit || staged >= Self.stagedFilesLimit || stagedBytes >= Self.stagedBytesLimit

@@ -140,12 +140,10 @@ extension Vault {
                 var limits = budget
                 var batch: [Item] = []
                 var sources: [IngestSource?] = []
-                var bytes: Int64 = 0
                 while let item = ahead, !limits.isFull {
                     let source = source(item)
                     let (size, inline) = source.map(cost) ?? (0, true)
                     limits.add(size: size, inline: inline)
-                    bytes += size
                     batch.append(item)
                     sources.append(source)
                     ahead = try next()
@@ -159,13 +157,13 @@ extension Vault {
                 let open = span ?? IngestSpan(target)
                 span = open
                 open.items += batch.count
-                open.bytes += bytes
+                open.bytes += limits.bytes
                 let flight = BatchInFlight<Out>()
                 let settle = flight.settle
                 open.write(IngestSpan.Job(run: { w in
                     let result = Result { try self.write(prepared, w, settle: settle, rows: rows) }
                     flight.end(result)
-                    try result.get()  // a batch that fails rolls its span back
+                    _ = try result.get()  // a batch that fails rolls its span back
                 }, abandon: { flight.end(.failure($0)) }))
                 inFlight = (Array(zip(batch, batch.indices)), flight, end)
                 start = end
@@ -274,11 +272,7 @@ extension Vault {
     /// sync, attach, repair, whose rows also change and delete) keeps the row triggers.
     private func write<Item: Sendable, Out>(_ batch: PreparedBatch<Item>, _ w: CatalogWriter, settle: IngestSettle,
                                             rows: (CatalogWriter, [(Item, IngestOutcome)]) throws -> Out) throws -> Out {
-        var installed: [BlobID: StoredBlob] = [:]
-        let staged = batch.items.compactMap { if case .prepared(let blob) = $0.1 { blob.staged } else { nil } }
-        if !staged.isEmpty {
-            for stored in try blobs.install(staged) { installed[stored.id] = installed[stored.id] ?? stored }
-        }
+        let installed = try installStaged(batch.items.compactMap { if case .prepared(let blob) = $0.1 { blob } else { nil } })
         let order = Self.insertionOrder(batch.items.indices.filter {
             switch batch.items[$0].1 { case .prepared, .deferred: true; default: false }
         }, batch)
