@@ -46,6 +46,30 @@ final class KeptStatsTests: XCTestCase {
     func assertExact(_ step: String, file: StaticString = #filePath, line: UInt = #line) throws {
         XCTAssertEqual(try vault.stats(), try recounted(), step, file: file, line: line)
         XCTAssertEqual(try vault.catalog.keptCountProblems(), [], step, file: file, line: line)
+        let (indexed, expected) = try searchDocuments()
+        XCTAssertEqual(indexed, expected, "\(step): the search index holds what a rebuild would", file: file, line: line)
+    }
+
+    /// The search index's rows, and the rows a rebuild from the catalog would give it (one per
+    /// receipt: its fields, its attachments' names, their texts). The bulk writers index what they
+    /// wrote at the end of their transaction (Catalog+Ledger.swift), not by the row triggers.
+    func searchDocuments() throws -> (indexed: [[String?]], expected: [[String?]]) {
+        try vault.catalog.read { db in
+            let indexed = try Row.fetchAll(db, sql: """
+                SELECT rowid, merchant, category, note, tags, claim, files, body FROM receiptSearch ORDER BY rowid
+                """)
+            let expected = try Row.fetchAll(db, sql: """
+                SELECT r.rowid, r.merchant, r.category, r.note, r.tags, r.claim,
+                       (SELECT group_concat(a.filename, ' ') FROM attachments a WHERE a.receiptID = r.id),
+                       (SELECT group_concat(t.text, ' ') FROM attachments a JOIN blobText t ON t.sha256 = a.sha256
+                        WHERE a.receiptID = r.id AND t.state = 'text')
+                FROM receipts r ORDER BY r.rowid
+                """)
+            func texts(_ rows: [Row]) -> [[String?]] {
+                rows.map { row in (0..<8).map { (row[$0] as DatabaseValue).description } }
+            }
+            return (texts(indexed), texts(expected))
+        }
     }
 
     func testStatsStayExactThroughImportAttachEditIndexRemoveAndGC() throws {
@@ -66,6 +90,12 @@ final class KeptStatsTests: XCTestCase {
         let manifest = try folder.write("in/manifest.csv", "path,merchant,date,total,currency\nother.txt,Hardware,2025-03-04,12.00,USD\nlarge.bin,Again,2025-03-05,1.00,USD\n")
         XCTAssertEqual(try vault.importManifest(manifest).imported.count, 2)
         try assertExact("after a manifest import")
+        _ = try folder.write("in/extra-invoice.txt", "Hardware Store\nhammer 12.00\n")  // a blob the vault holds
+        let more = try folder.write("in/more.csv", "path,id,merchant\nextra-invoice.txt,\(imported[2].id),Bigger Store\nother.txt,,Hardware\n")
+        XCTAssertEqual(try vault.importManifest(more).imported.map(\.existing), [false, true])
+        try assertExact("after a manifest import that adds a file to a receipt and changes its merchant")
+        XCTAssertEqual(try vault.search("extra invoice").map(\.receipt.id), [imported[2].id])
+        XCTAssertEqual(try vault.search("bigger").map(\.receipt.id), [imported[2].id])
         _ = try vault.attach(imported[0].id, paths: [other])
         try assertExact("after attach")
         _ = try vault.edit(imported[1].id, ReceiptMetadata(merchant: "Edited"))
