@@ -36,7 +36,8 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLZMA", path: "Sources/CLZMA", pkgConfig: "liblzma",
                        providers: [.apt(["liblzma-dev"])]),
-        .target(name: "CFileOps", path: "Sources/CFileOps"),
+        // Links SQLite for the executable's memory policy (cfileops_sqlite_memstatus_off).
+        .target(name: "CFileOps", dependencies: [.product(name: "GRDBSQLite", package: "GRDB.swift")], path: "Sources/CFileOps"),
 
         .target(name: "BlobStore", dependencies: ["CSHA", "CLZMA", "CFileOps"], swiftSettings: strict),
         .target(name: "ReceiptCatalog", dependencies: [
