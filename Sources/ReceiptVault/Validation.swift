@@ -7,12 +7,16 @@ import ReceiptWire
 public enum Validate {
     /// `YYYY-MM-DD` naming a real calendar day (2025-02-30 is refused).
     public static func date(_ text: String) throws -> String {
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-              parts.allSatisfy({ $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
-              let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]) else {
+        // ASCII digits and two dashes, read as bytes (a manifest checks a date per row: splitting into
+        // Characters and asking each whether it is a number took 1.3 µs a date).
+        let bytes = Array(text.utf8)
+        guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
+              bytes.indices.allSatisfy({ $0 == 4 || $0 == 7 || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[$0]) })
+        else {
             throw VaultError.bad("invalid date '\(text)': expected YYYY-MM-DD")
         }
+        func number(_ range: Range<Int>) -> Int { bytes[range].reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) } }
+        let (y, m, d) = (number(0..<4), number(5..<7), number(8..<10))
         guard (1...12).contains(m), d >= 1, d <= daysIn(month: m, year: y), y >= 1 else {
             throw VaultError.bad("invalid date '\(text)': no such day")
         }
