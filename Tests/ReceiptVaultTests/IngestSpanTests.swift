@@ -113,4 +113,36 @@ final class IngestSpanTests: XCTestCase {
         XCTAssertEqual(reported, [10, 20])
         XCTAssertEqual(try receipts(), 20)
     }
+
+    /// Work handed to a span whose transaction already ended (its batch before failed) never runs:
+    /// it is told why, and the span's commit fails with the first batch's error, its rows gone.
+    func testWorkHandedToASpanThatEndedIsAbandonedWithTheReason() throws {
+        struct Refused: Error {}
+        let ran = Parallel.Handoff<Bool>()
+        let abandoned = Parallel.Handoff<Error>()
+        let told = expectation(description: "the job left behind is abandoned")
+        let span = IngestSpan(vault.catalog)
+        span.write(IngestSpan.Job(run: { w in
+            try w.insertReceipt(Receipt(id: ReceiptID.generateText(), zone: Zone.personal, createdAt: w.now, modifiedAt: w.now))
+            throw Refused()
+        }, abandon: { XCTFail("the first job was abandoned: \($0)") }))
+        // Handed over after the first job failed, or queued behind it: either way it never runs.
+        span.write(IngestSpan.Job(run: { _ in ran.put(true) }, abandon: {
+            abandoned.put($0)
+            told.fulfill()
+        }))
+        // A generous bound, so that a span that forgot the job fails the test instead of hanging it.
+        wait(for: [told], timeout: 60)
+        XCTAssertTrue(abandoned.take() is Refused, "the job left behind hears the error that ended the span")
+        guard case .failure(let error) = span.commit() else { return XCTFail("the span committed") }
+        XCTAssertTrue(error is Refused, "\(error)")
+        // And work handed over once the span is over is abandoned at once, on the caller's thread.
+        var late: Error?
+        span.write(IngestSpan.Job(run: { _ in ran.put(true) }, abandon: { late = $0 }))
+        XCTAssertTrue(late is Refused)
+        XCTAssertEqual(try receipts(), 0, "the first job's receipt was rolled back")
+        XCTAssertEqual(try vault.stats().receipts, 0)
+        ran.put(false)
+        XCTAssertEqual(ran.take(), false, "no abandoned job ran")
+    }
 }
