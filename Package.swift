@@ -36,8 +36,10 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLZMA", path: "Sources/CLZMA", pkgConfig: "liblzma",
                        providers: [.apt(["liblzma-dev"])]),
-        // Links SQLite for the executable's memory policy (cfileops_sqlite_memstatus_off).
-        .target(name: "CFileOps", dependencies: [.product(name: "GRDBSQLite", package: "GRDB.swift")], path: "Sources/CFileOps"),
+        .target(name: "CFileOps", path: "Sources/CFileOps"),
+        // SQLite's process-wide settings, for the executable alone.
+        .target(name: "CSQLitePolicy", dependencies: [.product(name: "GRDBSQLite", package: "GRDB.swift")],
+                path: "Sources/CSQLitePolicy"),
 
         .target(name: "BlobStore", dependencies: ["CSHA", "CLZMA", "CFileOps"], swiftSettings: strict),
         .target(name: "ReceiptCatalog", dependencies: [
@@ -91,7 +93,7 @@ let package = Package(
         ], swiftSettings: strict),
         // SwiftPM exports every symbol of an executable (61,000 of this one) to the dynamic linker;
         // nothing looks them up, and each process paid for them at start (~2 ms of every command).
-        .executableTarget(name: "receipt", dependencies: ["ReceiptCommands", "CFileOps"], swiftSettings: strict,
+        .executableTarget(name: "receipt", dependencies: ["ReceiptCommands", "CFileOps", "CSQLitePolicy"], swiftSettings: strict,
                           linkerSettings: [.unsafeFlags(["-Xlinker", "--no-export-dynamic"])]),
 
         .target(name: "TestSupport", dependencies: ["BlobStore"], path: "Tests/TestSupport",

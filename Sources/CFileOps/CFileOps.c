@@ -9,7 +9,6 @@
 #include <linux/fs.h>
 #include <malloc.h>
 #include <stdio.h>
-#include <sqlite3.h>
 
 int cfileops_ficlone(int dst_fd, int src_fd) {
 #ifdef FICLONE
@@ -58,11 +57,6 @@ void cfileops_fix_malloc_mmap_threshold(int bytes) {
 #else
     (void)bytes;
 #endif
-}
-
-/// sqlite3.h: see CFileOps.h.
-int cfileops_sqlite_memstatus_off(void) {
-    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
 int cfileops_rename_noreplace(const char *from, const char *to) {

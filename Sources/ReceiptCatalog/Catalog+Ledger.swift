@@ -137,8 +137,8 @@ final class Ledger {
             pending = pending.filter { !$0.value }
         }
         let note = try db.cachedStatement(sql: "INSERT INTO searchPending(receipt, fresh) VALUES (?, ?)")
-        for (rowid, fresh) in pending.sorted(by: { $0.key < $1.key }) {
-            try note.execute(arguments: [rowid, fresh ? 1 : 0])
+        for (rowid, isNew) in pending.sorted(by: { $0.key < $1.key }) {
+            try note.execute(arguments: [rowid, isNew ? 1 : 0])
         }
         if !pending.isEmpty { try db.execute(sql: SearchIndex.flushPending) }
     }

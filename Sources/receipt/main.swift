@@ -1,4 +1,5 @@
 import CFileOps
+import CSQLitePolicy
 import Foundation
 import ReceiptCommands
 
@@ -12,8 +13,8 @@ cfileops_limit_malloc_arenas(Int32(max(2, ProcessInfo.processInfo.activeProcesso
 // resident (88-92 -> 82-83 MB at 400,000 rows, same time; docs/BENCHMARKS.md).
 cfileops_fix_malloc_mmap_threshold(128 << 10)
 // SQLite's memory statistics (nothing here reads them) lock a process-wide mutex for every
-// allocation SQLite makes: off, the 100,000-row manifest import takes ~5 % less time (8.56 -> 8.17 s).
-// Before the first connection, or SQLite refuses (and keeps them: harmless).
-_ = cfileops_sqlite_memstatus_off()
+// allocation SQLite makes: off, the 100,000-row manifest import takes ~5 % less time (docs/DESIGN.md,
+// "Memory"). Before the first connection, or SQLite refuses (and keeps them: harmless).
+_ = csqlite_memstatus_off()
 
 await ReceiptCommand.run(arguments: nil)

@@ -31,11 +31,6 @@ void cfileops_limit_malloc_arenas(int count);
 /// (a dictionary's storage, SQLite's) are carved from the heap and their freed pages stay resident.
 void cfileops_fix_malloc_mmap_threshold(int bytes);
 
-/// sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0): SQLite stops keeping its process-wide memory
-/// statistics, which take a global mutex around every allocation it makes. Only before SQLite is
-/// initialized (the first connection): returns SQLITE_OK (0), or SQLITE_MISUSE after.
-int cfileops_sqlite_memstatus_off(void);
-
 /// renameat2(RENAME_NOREPLACE): renames `from` to `to` only when `to` does not exist (EEXIST
 /// otherwise), atomically. Returns 0, or -1 with errno set (EINVAL where the file system cannot).
 int cfileops_rename_noreplace(const char *from, const char *to);
