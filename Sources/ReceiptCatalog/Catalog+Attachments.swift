@@ -13,12 +13,27 @@ public struct AttachedFile: Sendable, Equatable {
 /// The `attachments` table. New attachments are inserted by `CatalogWriter.insertAttachment`.
 extension Catalog {
     public static func attachments(_ db: Database, of receiptID: String) throws -> [Attachment] {
-        try Attachment.filter(Column("receiptID") == receiptID).order(Column("position")).fetchAll(db)
+        try Attachment.fetchAll(db.cachedStatement(sql: """
+            SELECT receiptID, sha256, filename, mediaType, position FROM attachments
+            WHERE receiptRow = (SELECT rowNumber FROM receipts WHERE id = ?) ORDER BY position
+            """), arguments: [receiptID])
     }
 
-    /// The files of these receipts, by receipt, each in position order.
+    /// The files of these receipts, by receipt id, each in position order.
     public static func files(_ db: Database, of receiptIDs: [String]) throws -> [String: [AttachedFile]] {
         guard !receiptIDs.isEmpty else { return [:] }
+        return try files(db, where: "a.receiptRow IN (SELECT rowNumber FROM receipts WHERE id IN (\(databaseQuestionMarks(count: receiptIDs.count))))",
+                         StatementArguments(receiptIDs))
+    }
+
+    /// The files of the receipts with these row numbers, by receipt id: `list` asks for a chunk of
+    /// receipts' files at a time, and by row they sit together (`ReceiptRows`).
+    public static func files(_ db: Database, ofRows rows: [Int64]) throws -> [String: [AttachedFile]] {
+        guard !rows.isEmpty else { return [:] }
+        return try files(db, where: "a.receiptRow IN (\(databaseQuestionMarks(count: rows.count)))", StatementArguments(rows))
+    }
+
+    private static func files(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [String: [AttachedFile]] {
         var files: [String: [AttachedFile]] = [:]
         // The size the attachment carries; the blob row's only for a row the repair has not yet given
         // one (as when the blob row was joined, a file whose blob row is gone is left out: fsck's).
@@ -26,12 +41,12 @@ extension Catalog {
             SELECT a.receiptID, a.sha256, a.filename, a.mediaType,
                    coalesce(a.size, (SELECT b.size FROM blobs b WHERE b.sha256 = a.sha256))
             FROM attachments a
-            WHERE a.receiptID IN (\(databaseQuestionMarks(count: receiptIDs.count)))
-            ORDER BY a.receiptID, a.position
+            WHERE \(condition)
+            ORDER BY a.receiptRow, a.position
             """
         // Prepared once per list length: a sync asks for one receipt's files at a time, `list` for 256
         // receipts' at a time, so a command prepares one or two of these.
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: StatementArguments(receiptIDs))
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
         while let row = try rows.next() {
             guard let size = try row.decode(Int64?.self, atIndex: 4) else { continue }
             let receiptID: String = try row.decode(atIndex: 0)
@@ -59,7 +74,7 @@ extension Catalog {
     /// The position after the receipt's last attachment (0 when it has none). A cached statement:
     /// a manifest asks this once per row.
     public static func nextPosition(_ db: Database, receiptID: String) throws -> Int {
-        (try Int.fetchOne(db.cachedStatement(sql: "SELECT max(position) FROM attachments WHERE receiptID = ?"),
+        (try Int.fetchOne(db.cachedStatement(sql: "SELECT max(position) FROM attachments WHERE receiptRow = (SELECT rowNumber FROM receipts WHERE id = ?)"),
                           arguments: [receiptID]) ?? -1) + 1
     }
 
@@ -68,7 +83,7 @@ extension Catalog {
         // CROSS JOIN keeps SQLite on the blob index: joining from receipts scans the whole zone per file.
         // A cached statement: a manifest asks this once per row.
         try String.fetchOne(db.cachedStatement(sql: """
-            SELECT r.id FROM attachments a CROSS JOIN receipts r ON r.id = a.receiptID
+            SELECT r.id FROM attachments a CROSS JOIN receipts r ON r.rowNumber = a.receiptRow
             WHERE a.sha256 = ? AND a.filename = ? AND r.zone = ? LIMIT 1
             """), arguments: [id.hex, filename, zone])
     }
@@ -84,7 +99,8 @@ extension CatalogWriter {
 
     public func deleteAttachment(_ attachment: Attachment) throws {
         try requireTriggers("deleteAttachment")
-        try attachment.delete(db)
+        try db.execute(sql: "DELETE FROM attachments WHERE receiptRow = (SELECT rowNumber FROM receipts WHERE id = ?) AND sha256 = ?",
+                       arguments: [attachment.receiptID, attachment.sha256])
     }
 
     /// Makes the receipt hold exactly these files, in this order (a version pulled from the server;
@@ -93,13 +109,15 @@ extension CatalogWriter {
         try requireTriggers("replaceAttachments")
         // Prepared once: these fire the search index's triggers, which preparing compiles in (a pull of
         // 5,000 receipts spent a third of its time preparing these two).
-        try db.cachedStatement(sql: "DELETE FROM attachments WHERE receiptID = ?").execute(arguments: [receiptID])
+        let row = try Int64.fetchOne(db.cachedStatement(sql: "SELECT rowNumber FROM receipts WHERE id = ?"), arguments: [receiptID])
+        try db.cachedStatement(sql: "DELETE FROM attachments WHERE receiptRow = ?").execute(arguments: [row])
         for (position, f) in files.enumerated() {
-            // The size from the blob row, which must exist (the foreign key fails the transaction otherwise).
+            // The size from the blob row, which must exist (the foreign key fails the transaction
+            // otherwise), as must the receipt (NOT NULL fails it).
             try db.cachedStatement(sql: """
-                INSERT INTO attachments(receiptID, sha256, filename, mediaType, position, size)
-                VALUES (?, ?, ?, ?, ?, (SELECT size FROM blobs WHERE sha256 = ?))
-                """).execute(arguments: [receiptID, f.sha256.hex, f.filename, f.mediaType, position, f.sha256.hex])
+                INSERT INTO attachments(receiptRow, receiptID, sha256, filename, mediaType, position, size)
+                VALUES (?, ?, ?, ?, ?, ?, (SELECT size FROM blobs WHERE sha256 = ?))
+                """).execute(arguments: [row, receiptID, f.sha256.hex, f.filename, f.mediaType, position, f.sha256.hex])
         }
     }
 }

@@ -126,7 +126,7 @@ extension Catalog {
 
     /// Receipts attachments name that the catalog lacks (in the attachments' key order).
     private static func attachmentsWithoutReceipt(_ db: Database) throws -> [String] {
-        try String.fetchAll(db, sql: "SELECT DISTINCT receiptID FROM attachments WHERE receiptID NOT IN (SELECT id FROM receipts)")
+        try String.fetchAll(db, sql: "SELECT DISTINCT receiptID FROM attachments WHERE receiptRow NOT IN (SELECT rowNumber FROM receipts)")
     }
 
     /// The receipts that refer to a blob, in attachment order (asked only for a blob with a problem).
@@ -166,7 +166,12 @@ extension CatalogWriter {
     /// A receipt that carries only a note (one fsck recovered), unless present, with its outbox entry.
     public func insertRecoveredReceipt(id: String, zone: String, note: String) throws {
         try requireTriggers("insertRecoveredReceipt")
-        try Receipt(id: id, zone: zone, note: note, createdAt: now, modifiedAt: now).insert(db, onConflict: .ignore)
+        // At the row its attachments name, for a receipt whose row was lost (none: a new row). A scan of
+        // the attachments (the id beside the row is not indexed): a repair, once per lost receipt.
+        try db.execute(sql: """
+            INSERT OR IGNORE INTO receipts(rowNumber, id, zone, note, createdAt, modifiedAt)
+            VALUES ((SELECT receiptRow FROM attachments WHERE receiptID = ?1 LIMIT 1), ?1, ?2, ?3, ?4, ?4)
+            """, arguments: [id, zone, note, now])
         try recordChange(id, zone: zone, .upsert)
     }
 }

@@ -8,7 +8,7 @@ extension Catalog {
         try read { db in
             // CROSS JOIN keeps SQLite on attachments_by_blob instead of scanning the zone.
             try String.fetchOne(db, sql: """
-                SELECT r.id FROM attachments a CROSS JOIN receipts r ON r.id = a.receiptID
+                SELECT r.id FROM attachments a CROSS JOIN receipts r ON r.rowNumber = a.receiptRow
                 WHERE a.sha256 = ? AND r.zone = ? LIMIT 1
                 """, arguments: [sha256, zone])
         }

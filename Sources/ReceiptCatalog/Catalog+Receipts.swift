@@ -17,24 +17,27 @@ extension Catalog {
 
     /// The receipts with these ids that exist, in no particular order.
     public static func receipts(_ db: Database, ids: [String]) throws -> [Receipt] {
-        try Receipt.fetchAll(db, keys: ids)
+        // By id, not by primary key: the key is the row number (`ReceiptRows`).
+        guard !ids.isEmpty else { return [] }
+        return try Receipt.fetchAll(db, sql: "SELECT * FROM receipts WHERE id IN (\(databaseQuestionMarks(count: ids.count)))",
+                                    arguments: StatementArguments(ids))
     }
 
     /// Calls `body` with each receipt of `scope`, oldest date first (undated last), then by id, one at
     /// a time (memory does not grow with the vault). Two passes that each follow an index's order
     /// (`receipts_by_date` or `receipts_by_zone_date`: dated, then undated) where one
     /// `ORDER BY date IS NULL, date, id` made SQLite sort every matching row before the first came out.
-    public static func forEachReceipt(_ db: Database, in scope: ReceiptScope, _ body: (Receipt) throws -> Void) throws {
+    public static func forEachReceipt(_ db: Database, in scope: ReceiptScope, _ body: (Receipt, _ rowNumber: Int64) throws -> Void) throws {
         let (filter, args) = scope.sql()
-        let dated = try Receipt.fetchCursor(db, sql: """
+        let dated = try Row.fetchCursor(db, sql: """
             SELECT * FROM receipts r WHERE \(filter) AND r.date IS NOT NULL ORDER BY r.date, r.id
             """, arguments: args)
-        while let receipt = try dated.next() { try body(receipt) }
+        while let row = try dated.next() { try body(Receipt(row: row), row["rowNumber"]) }
         // A date filter excludes the undated.
         guard scope.from == nil && scope.to == nil else { return }
-        let undated = try Receipt.fetchCursor(db, sql: "SELECT * FROM receipts r WHERE \(filter) AND r.date IS NULL ORDER BY r.id",
-                                              arguments: args)
-        while let receipt = try undated.next() { try body(receipt) }
+        let undated = try Row.fetchCursor(db, sql: "SELECT * FROM receipts r WHERE \(filter) AND r.date IS NULL ORDER BY r.id",
+                                          arguments: args)
+        while let row = try undated.next() { try body(Receipt(row: row), row["rowNumber"]) }
     }
 
     /// Up to two ids starting with `prefix` (a unique prefix names one receipt).
@@ -77,15 +80,37 @@ extension CatalogWriter {
         ledger?.addedReceipt(receipt.id, rowid: db.lastInsertedRowID)
     }
 
+    /// Writes every column of the receipt's row, found by id (GRDB's `update` would look for the
+    /// primary key, the row number, which a `Receipt` does not carry).
     public func updateReceipt(_ receipt: Receipt) throws {
-        try receipt.update(db)
+        try db.cachedStatement(sql: "UPDATE receipts SET \(Self.receiptAssignments) WHERE id = ?")
+            .execute(arguments: StatementArguments(try Self.receiptValues(receipt) + [receipt.id]))
+        guard db.changesCount > 0 else {
+            throw DatabaseError(resultCode: .SQLITE_ERROR, message: "no receipt \(receipt.id) to update")
+        }
         ledger?.changedReceipt(receipt.id)
     }
 
-    /// Inserts the receipt or replaces its row (a version pulled from the server).
+    /// Inserts the receipt or replaces its row (a version pulled from the server), keeping its row number.
     public func saveReceipt(_ receipt: Receipt) throws {
         try requireTriggers("saveReceipt")
-        try receipt.save(db)
+        try db.cachedStatement(sql: """
+            INSERT INTO receipts(\(Self.receiptColumns), id) VALUES (\(databaseQuestionMarks(count: Self.receiptColumnCount + 1)))
+            ON CONFLICT (id) DO UPDATE SET \(Self.receiptColumnNames.map { "\($0) = excluded.\($0)" }.joined(separator: ", "))
+            """).execute(arguments: StatementArguments(try Self.receiptValues(receipt) + [receipt.id]))
+    }
+
+    private static let receiptColumnNames = ["zone", "merchant", "date", "total", "currency", "category", "note", "tags",
+                                             "createdAt", "modifiedAt", "status", "claim", "reimbursedOn"]
+    private static let receiptColumnCount = receiptColumnNames.count
+    private static let receiptColumns = receiptColumnNames.joined(separator: ", ")
+    private static let receiptAssignments = receiptColumnNames.map { "\($0) = ?" }.joined(separator: ", ")
+
+    /// The values of `receiptColumnNames`, the tags as the JSON text GRDB's Codable records write.
+    private static func receiptValues(_ r: Receipt) throws -> [(any DatabaseValueConvertible)?] {
+        let tags = String(decoding: try Receipt.databaseJSONEncoder(for: "tags").encode(r.tags), as: UTF8.self)
+        return [r.zone, r.merchant, r.date, r.total, r.currency, r.category, r.note, tags, r.createdAt, r.modifiedAt,
+                r.status, r.claim, r.reimbursedOn]
     }
 
     /// Deletes the receipt (its attachments by cascade); its blobs stay until gc.

@@ -164,6 +164,18 @@ extension CatalogWriter {
         return db.changesCount > 0
     }
 
+    /// A salvaged attachment row, keyed by the row number its receipt has in this catalog (a catalog
+    /// before v8 named the receipt by id only); false when the receipt or the blob is not here.
+    public func copyAttachment(_ row: Row) throws -> Bool {
+        guard let receipt = row["receiptID"] as String?,
+              let number = try Int64.fetchOne(db.cachedStatement(sql: "SELECT rowNumber FROM receipts WHERE id = ?"),
+                                              arguments: [receipt]) else { return false }
+        var values: [String: (any DatabaseValueConvertible)?] = [:]
+        for (column, value) in row { values[column] = value }
+        values["receiptRow"] = number
+        return try copy(Row(values), into: "attachments")
+    }
+
     /// Whether the catalog has a row for the blob.
     public func hasBlobRow(_ sha256: String) throws -> Bool {
         try BlobRecord.exists(db, key: sha256)

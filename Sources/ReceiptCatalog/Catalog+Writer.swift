@@ -84,11 +84,15 @@ extension CatalogWriter {
         ledger?.addedReceipt(r.id, rowid: db.lastInsertedRowID)
     }
 
-    /// Attaches a blob (whose row must exist) to a receipt; false when the receipt already holds it.
+    /// Attaches a blob (whose row must exist) to a receipt (which must exist); false when the receipt
+    /// already holds it. Only the key's conflict is ignored: a missing receipt fails NOT NULL, a missing
+    /// blob the foreign key.
     public func insertAttachment(receiptID: String, blob: BlobID, size: Int64, filename: String, mediaType: String,
                                  position: Int) throws -> Bool {
         let inserted = try statements.run(2, """
-            INSERT OR IGNORE INTO attachments(receiptID, sha256, filename, mediaType, position, size) VALUES (?, ?, ?, ?, ?, ?)
+            INSERT INTO attachments(receiptRow, receiptID, sha256, filename, mediaType, position, size)
+            VALUES ((SELECT rowNumber FROM receipts WHERE id = ?1), ?1, ?2, ?3, ?4, ?5, ?6)
+            ON CONFLICT (receiptRow, sha256) DO NOTHING
             """, db) {
             $0.text(receiptID)
             $0.text(blob.hex)

@@ -12,8 +12,9 @@ import GRDB
 /// names, as `receipt index` sees them) by the extractor version and state of their stored text.
 enum KeptCounts {
     /// A blob that no attachment other than `row`'s names (in an AFTER trigger on attachments).
-    private static func alone(_ row: String) -> String {
-        "NOT EXISTS (SELECT 1 FROM attachments o WHERE o.sha256 = \(row).sha256 AND o.receiptID <> \(row).receiptID)"
+    private static func alone(_ row: String, _ link: AttachmentLink) -> String {
+        let receipt = link == .id ? "receiptID" : "receiptRow"
+        return "NOT EXISTS (SELECT 1 FROM attachments o WHERE o.sha256 = \(row).sha256 AND o.\(receipt) <> \(row).\(receipt))"
     }
 
     /// A blob that some attachment names.
@@ -66,6 +67,15 @@ enum KeptCounts {
                 blobs INTEGER NOT NULL,
                 PRIMARY KEY (extractor, state)
             ) WITHOUT ROWID;
+            """)
+        try createTriggers(db, .id)
+        try recount(db)
+    }
+
+    /// The triggers that keep the counts, for catalogs whose attachments name their receipt by `link`
+    /// (v5–v7: id; v8: row, `ReceiptRows`).
+    static func createTriggers(_ db: Database, _ link: AttachmentLink) throws {
+        try db.execute(sql: """
             CREATE TRIGGER kept_receipt_insert AFTER INSERT ON receipts BEGIN
                 UPDATE keptCounts SET receipts = receipts + 1;
             END;
@@ -84,10 +94,10 @@ enum KeptCounts {
             END;
             -- An import's common case in one statement: the blob's first reference, with no text yet.
             CREATE TRIGGER kept_attachment_insert AFTER INSERT ON attachments BEGIN
-                UPDATE keptCounts SET attachments = attachments + 1, referencedBlobs = referencedBlobs + \(alone("new"));
+                UPDATE keptCounts SET attachments = attachments + 1, referencedBlobs = referencedBlobs + \(alone("new", link));
             END;
             CREATE TRIGGER kept_attachment_first AFTER INSERT ON attachments
-            WHEN EXISTS (SELECT 1 FROM blobText t WHERE t.sha256 = new.sha256) AND \(alone("new")) BEGIN
+            WHEN EXISTS (SELECT 1 FROM blobText t WHERE t.sha256 = new.sha256) AND \(alone("new", link)) BEGIN
                 \(addText(ofBlob: "new.sha256", 1))
             END;
             CREATE TRIGGER kept_attachment_delete AFTER DELETE ON attachments BEGIN
@@ -103,7 +113,7 @@ enum KeptCounts {
                 \(addText(ofBlob: "old.sha256", -1))
             END;
             CREATE TRIGGER kept_attachment_moved_to AFTER UPDATE OF sha256 ON attachments
-            WHEN old.sha256 <> new.sha256 AND \(alone("new")) BEGIN
+            WHEN old.sha256 <> new.sha256 AND \(alone("new", link)) BEGIN
                 UPDATE keptCounts SET referencedBlobs = referencedBlobs + 1;
                 \(addText(ofBlob: "new.sha256", 1))
             END;
@@ -122,7 +132,6 @@ enum KeptCounts {
                 \(addText(of: "new", 1))
             END;
             """)
-        try recount(db)
     }
 
     /// The counts as a scan of the catalog finds them (the migration of an older catalog, fsck).

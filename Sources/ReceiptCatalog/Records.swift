@@ -84,7 +84,7 @@ public enum ClaimStatus: String, Sendable, CaseIterable, Codable {
 }
 
 /// A blob attached to a receipt under a file name. A receipt holds a given blob at most once.
-public struct Attachment: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+public struct Attachment: Codable, Sendable, Equatable, FetchableRecord {
     public static let databaseTableName = "attachments"
     public var receiptID: String
     public var sha256: BlobID

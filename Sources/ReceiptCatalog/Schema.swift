@@ -139,6 +139,11 @@ enum Schema {
             // with text, and 2.8 GB of reading at a million.
             try db.execute(sql: "CREATE INDEX blobText_by_extractedAt ON blobText(extractor, extractedAt, sha256)")
         }
+        m.registerMigration("v8-receipt-rows") { db in
+            // Attachments keyed by their receipt's row number: a receipt's files beside those of the
+            // receipts imported with it (`ReceiptRows`).
+            try ReceiptRows.migrate(db)
+        }
         return m
     }
 

@@ -148,14 +148,19 @@ extension Vault {
                 let scope = ReceiptScope(zone: filter.zone, from: from, to: to, merchant: filter.merchant,
                                          category: filter.category, status: status)
                 var pending: [Receipt] = []
+                var rows: [Int64] = []
                 pending.reserveCapacity(chunk)
-                // Files are asked a chunk of receipts at a time: one query each, by the attachments' key.
+                rows.reserveCapacity(chunk)
+                // Files are asked a chunk of receipts at a time: one query each, by the attachments' key
+                // (the receipts' row numbers: the files of receipts imported together sit together).
                 func flush() throws {
-                    for view in try views(db, pending) { try body(view) }
+                    for view in views(pending, files: try Catalog.files(db, ofRows: rows)) { try body(view) }
                     pending.removeAll(keepingCapacity: true)
+                    rows.removeAll(keepingCapacity: true)
                 }
-                try Catalog.forEachReceipt(db, in: scope) { receipt in
+                try Catalog.forEachReceipt(db, in: scope) { receipt, row in
                     pending.append(receipt)
+                    rows.append(row)
                     if pending.count >= chunk { try flush() }
                 }
                 try flush()

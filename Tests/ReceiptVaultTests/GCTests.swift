@@ -158,12 +158,11 @@ final class GCTests: XCTestCase {
             XCTAssertFalse(Integrity.wait(process, seconds: 1.0), "gc ran while an import held the shared lock")
             XCTAssertTrue(FileSystem.exists(blobPath))
             // The import's commit: its receipt now refers to the blob.
-            try vault.catalog.write { db in
-                let now = nowMillis()
-                try Receipt(id: UUID().uuidString.lowercased(), zone: Zone.personal, createdAt: now, modifiedAt: now).insert(db)
-                let id = try String.fetchOne(db, sql: "SELECT id FROM receipts ORDER BY createdAt DESC LIMIT 1")!
-                try Attachment(receiptID: id, sha256: BlobID(hex: item.sha256)!, filename: "ext0.bin", mediaType: "application/octet-stream",
-                               position: 0).insert(db)
+            try vault.catalog.transaction { w in
+                let receipt = Receipt(id: UUID().uuidString.lowercased(), zone: Zone.personal, createdAt: w.now, modifiedAt: w.now)
+                try w.insertReceipt(receipt)
+                _ = try w.insertAttachment(receiptID: receipt.id, blob: BlobID(hex: item.sha256)!, size: item.size, filename: "ext0.bin",
+                                           mediaType: "application/octet-stream", position: 0)
             }
         }
         let process = try XCTUnwrap(gcProcess)

@@ -90,7 +90,7 @@ extension Vault {
                     if (try? w.copy(row, into: "receipts")) == true { counts.receipts += 1 }
                 }
                 for row in salvaged.rows("attachments") {
-                    if (try? w.copy(row, into: "attachments")) == true {
+                    if (try? w.copyAttachment(row)) == true {
                         counts.attachments += 1
                     } else if let sha = row["sha256"] as String?, let receipt = row["receiptID"] as String?,
                               try !w.hasBlobRow(sha) {
