@@ -122,3 +122,9 @@ public struct RowBinder {
 
     static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
 }
+
+/// `count` SQL parameters, comma-separated (`?,?,?`): GRDB's `databaseQuestionMarks` joins an
+/// array of strings, ~0.1 ms for the 256 of a `list` chunk (7 % of a month's `list` at a million).
+func placeholders(_ count: Int) -> String {
+    count <= 0 ? "" : String(repeating: "?,", count: count - 1) + "?"
+}

@@ -7,7 +7,7 @@ extension Catalog {
     /// GRDB's authorizer over each column it reads, which for a sync of thousands of receipts was a
     /// sixth of its time (docs/DESIGN.md, "Statements prepared once").
     public static func receipt(_ db: Database, _ id: String) throws -> Receipt? {
-        try Receipt.fetchOne(db.cachedStatement(sql: "SELECT * FROM receipts WHERE id = ?"), arguments: [id])
+        try Receipt.fetchOne(db.cachedStatement(sql: "SELECT \(Receipt.selection) FROM receipts r WHERE r.id = ?"), arguments: [id])
     }
 
     /// The zone of a receipt, through SQLite's C API (a large manifest asks once a row).
@@ -19,7 +19,7 @@ extension Catalog {
     public static func receipts(_ db: Database, ids: [String]) throws -> [Receipt] {
         // By id, not by primary key: the key is the row number (`ReceiptRows`).
         guard !ids.isEmpty else { return [] }
-        return try Receipt.fetchAll(db, sql: "SELECT * FROM receipts WHERE id IN (\(databaseQuestionMarks(count: ids.count)))",
+        return try Receipt.fetchAll(db, sql: "SELECT \(Receipt.selection) FROM receipts r WHERE r.id IN (\(placeholders( ids.count)))",
                                     arguments: StatementArguments(ids))
     }
 
@@ -30,14 +30,16 @@ extension Catalog {
     public static func forEachReceipt(_ db: Database, in scope: ReceiptScope, _ body: (Receipt, _ rowNumber: Int64) throws -> Void) throws {
         let (filter, args) = scope.sql()
         let dated = try Row.fetchCursor(db, sql: """
-            SELECT * FROM receipts r WHERE \(filter) AND r.date IS NOT NULL ORDER BY r.date, r.id
+            SELECT \(Receipt.selection), r.rowNumber FROM receipts r WHERE \(filter) AND r.date IS NOT NULL ORDER BY r.date, r.id
             """, arguments: args)
-        while let row = try dated.next() { try body(Receipt(row: row), row["rowNumber"]) }
+        let number = Receipt.columnNames.count
+        while let row = try dated.next() { try body(Receipt(row: row), row.decode(atIndex: number)) }
         // A date filter excludes the undated.
         guard scope.from == nil && scope.to == nil else { return }
-        let undated = try Row.fetchCursor(db, sql: "SELECT * FROM receipts r WHERE \(filter) AND r.date IS NULL ORDER BY r.id",
-                                          arguments: args)
-        while let row = try undated.next() { try body(Receipt(row: row), row["rowNumber"]) }
+        let undated = try Row.fetchCursor(db, sql: """
+            SELECT \(Receipt.selection), r.rowNumber FROM receipts r WHERE \(filter) AND r.date IS NULL ORDER BY r.id
+            """, arguments: args)
+        while let row = try undated.next() { try body(Receipt(row: row), row.decode(atIndex: number)) }
     }
 
     /// Up to two ids starting with `prefix` (a unique prefix names one receipt).
@@ -95,7 +97,7 @@ extension CatalogWriter {
     public func saveReceipt(_ receipt: Receipt) throws {
         try requireTriggers("saveReceipt")
         try db.cachedStatement(sql: """
-            INSERT INTO receipts(\(Self.receiptColumns), id) VALUES (\(databaseQuestionMarks(count: Self.receiptColumnCount + 1)))
+            INSERT INTO receipts(\(Self.receiptColumns), id) VALUES (\(placeholders( Self.receiptColumnCount + 1)))
             ON CONFLICT (id) DO UPDATE SET \(Self.receiptColumnNames.map { "\($0) = excluded.\($0)" }.joined(separator: ", "))
             """).execute(arguments: StatementArguments(try Self.receiptValues(receipt) + [receipt.id]))
     }

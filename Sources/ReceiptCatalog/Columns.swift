@@ -1,16 +1,25 @@
 import BlobStore
 import GRDB
+import GRDBSQLite
 import Foundation
 
 // Typed columns (GRDB's record guide: "prefer typed values"). Each type is stored exactly as the
 // text the catalog always held, so the schema and every JSON shape stay as they were.
 
 /// A blob address is stored as its lowercase 64-hex text; a row holding anything else is corrupt.
-extension BlobID: DatabaseValueConvertible {
+extension BlobID: DatabaseValueConvertible, StatementColumnConvertible {
     public var databaseValue: DatabaseValue { hex.databaseValue }
 
     public static func fromDatabaseValue(_ dbValue: DatabaseValue) -> BlobID? {
         String.fromDatabaseValue(dbValue).flatMap(BlobID.init(hex:))
+    }
+
+    /// Read from the statement's column text in place (no `String`, no `DatabaseValue` per address:
+    /// `list` reads one per file).
+    public init?(sqliteStatement: SQLiteStatement, index: CInt) {
+        guard sqlite3_column_type(sqliteStatement, index) == SQLITE_TEXT,
+              let text = sqlite3_column_text(sqliteStatement, index) else { return nil }
+        self.init(hexDigits: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(sqliteStatement, index))))
     }
 }
 

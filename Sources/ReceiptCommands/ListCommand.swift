@@ -37,11 +37,26 @@ struct ListCommand: ParsableCommand {
 }
 
 func summary(_ r: ReceiptView) -> String {
-    let amount = [r.total, r.currency].compactMap { $0 }.joined(separator: " ")
-    let files = r.attachments.count == 1 ? r.attachments[0].filename : "\(r.attachments.count) files"
-    return [String(r.id.prefix(8)), r.date ?? "----------", r.merchant ?? "-", amount.isEmpty ? "-" : amount,
-            r.category ?? "-", files]
+    // One string built in place: arrays of fields joined cost a tenth of a month's `list` at a million.
+    var line = String()
+    line.reserveCapacity(128)
+    var first = true
+    func field(_ text: String) {
+        if !first { line += "  " }
+        first = false
         // Foundation's replace costs microseconds a field even when there is no line feed to replace.
-        .map { $0.utf8.contains(0x0A) ? $0.replacingOccurrences(of: "\n", with: " ") : $0 }
-        .joined(separator: "  ")
+        line += text.utf8.contains(0x0A) ? text.replacingOccurrences(of: "\n", with: " ") : text
+    }
+    field(String(r.id.prefix(8)))
+    field(r.date ?? "----------")
+    field(r.merchant ?? "-")
+    switch (r.total, r.currency) {
+    case let (total?, currency?): field(total + " " + currency)
+    case let (total?, nil): field(total)
+    case let (nil, currency?): field(currency)
+    case (nil, nil): field("-")
+    }
+    field(r.category ?? "-")
+    field(r.attachments.count == 1 ? r.attachments[0].filename : "\(r.attachments.count) files")
+    return line
 }

@@ -35,6 +35,30 @@ final class BlobStoreTests: XCTestCase {
         XCTAssertTrue(store.path(for: stored.id).hasSuffix("/blobs/\(stored.id.hex.prefix(2))/\(stored.id.hex)"))
     }
 
+    /// An address is read from exactly 64 hexadecimal digits, either case, and from nothing else:
+    /// every byte value at every position, and every length around 64.
+    func testAnAddressIsReadFromSixtyFourHexDigitsAndNothingElse() {
+        let known = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        XCTAssertEqual(BlobID(hex: known)?.hex, known)
+        XCTAssertEqual(BlobID(hex: known.uppercased())?.hex, known)
+        let digits = Set("0123456789abcdefABCDEF".utf8)
+        for position in 0..<64 {
+            for byte in UInt8.min...UInt8.max {
+                var bytes = Array(known.utf8)
+                bytes[position] = byte
+                let id = bytes.withUnsafeBufferPointer { BlobID(hexDigits: $0) }
+                if digits.contains(byte) {
+                    XCTAssertEqual(id?.hex, String(decoding: bytes, as: UTF8.self).lowercased())
+                } else {
+                    XCTAssertNil(id, "byte \(byte) at \(position)")
+                }
+            }
+        }
+        for length in [0, 1, 63, 65, 128] {
+            XCTAssertNil(BlobID(hex: String(repeating: "a", count: length)))
+        }
+    }
+
     func testRoundTripEveryCompressionMode() throws {
         let inputs: [(String, [UInt8])] = [
             ("empty", []), ("small", Array("hello".utf8)), ("text", TestData.text(3_000_000)),
