@@ -22,7 +22,7 @@ extension Catalog {
     /// The files of these receipts, by receipt id, each in position order.
     public static func files(_ db: Database, of receiptIDs: [String]) throws -> [String: [AttachedFile]] {
         guard !receiptIDs.isEmpty else { return [:] }
-        return try files(db, where: "a.receiptRow IN (SELECT rowNumber FROM receipts WHERE id IN (\(placeholders( receiptIDs.count))))",
+        return try files(db, where: "a.receiptRow IN (SELECT rowNumber FROM receipts WHERE id IN (\(placeholders(receiptIDs.count))))",
                          StatementArguments(receiptIDs))
     }
 
@@ -30,7 +30,7 @@ extension Catalog {
     /// receipts' files at a time, and by row they sit together (`ReceiptRows`).
     public static func files(_ db: Database, ofRows rows: [Int64]) throws -> [String: [AttachedFile]] {
         guard !rows.isEmpty else { return [:] }
-        return try files(db, where: "a.receiptRow IN (\(placeholders( rows.count)))", StatementArguments(rows))
+        return try files(db, where: "a.receiptRow IN (\(placeholders(rows.count)))", StatementArguments(rows))
     }
 
     private static func files(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [String: [AttachedFile]] {

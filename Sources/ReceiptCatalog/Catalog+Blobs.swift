@@ -122,7 +122,7 @@ extension Catalog {
     public static func heldBlobs(_ db: Database, among ids: [BlobID]) throws -> Set<BlobID> {
         guard !ids.isEmpty else { return [] }
         return Set(try BlobID.fetchAll(db, sql: """
-            SELECT sha256 FROM blobs WHERE sha256 IN (\(placeholders( ids.count)))
+            SELECT sha256 FROM blobs WHERE sha256 IN (\(placeholders(ids.count)))
             """, arguments: StatementArguments(ids.map(\.hex))))
     }
 

@@ -93,7 +93,7 @@ public enum Outbox {
         guard !receiptIDs.isEmpty else { return [] }
         return try entries(db, sql: """
             SELECT c.receiptID, c.zone, max(c.seq) FROM changes c
-            WHERE c.receiptID IN (\(placeholders( receiptIDs.count))) GROUP BY c.receiptID ORDER BY 3
+            WHERE c.receiptID IN (\(placeholders(receiptIDs.count))) GROUP BY c.receiptID ORDER BY 3
             """, StatementArguments(receiptIDs))
     }
 

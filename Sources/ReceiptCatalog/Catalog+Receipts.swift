@@ -19,7 +19,7 @@ extension Catalog {
     public static func receipts(_ db: Database, ids: [String]) throws -> [Receipt] {
         // By id, not by primary key: the key is the row number (`ReceiptRows`).
         guard !ids.isEmpty else { return [] }
-        return try Receipt.fetchAll(db, sql: "SELECT \(Receipt.selection) FROM receipts r WHERE r.id IN (\(placeholders( ids.count)))",
+        return try Receipt.fetchAll(db, sql: "SELECT \(Receipt.selection) FROM receipts r WHERE r.id IN (\(placeholders(ids.count)))",
                                     arguments: StatementArguments(ids))
     }
 
@@ -78,8 +78,7 @@ public enum ReportKey: Sendable {
 extension CatalogWriter {
     /// Inserts a new receipt (the manifest import's rows go through `insertReceipt(_:tagsJSON:)`).
     public func insertReceipt(_ receipt: Receipt) throws {
-        try receipt.insert(db)
-        ledger?.addedReceipt(receipt.id, rowid: db.lastInsertedRowID)
+        try insertReceipt(receipt, tagsJSON: try Self.tagsJSON(receipt.tags))
     }
 
     /// Writes every column of the receipt's row, found by id (GRDB's `update` would look for the
@@ -97,7 +96,7 @@ extension CatalogWriter {
     public func saveReceipt(_ receipt: Receipt) throws {
         try requireTriggers("saveReceipt")
         try db.cachedStatement(sql: """
-            INSERT INTO receipts(\(Self.receiptColumns), id) VALUES (\(placeholders( Self.receiptColumnCount + 1)))
+            INSERT INTO receipts(\(Self.receiptColumns), id) VALUES (\(placeholders(Self.receiptColumnCount + 1)))
             ON CONFLICT (id) DO UPDATE SET \(Self.receiptColumnNames.map { "\($0) = excluded.\($0)" }.joined(separator: ", "))
             """).execute(arguments: StatementArguments(try Self.receiptValues(receipt) + [receipt.id]))
     }
@@ -108,11 +107,15 @@ extension CatalogWriter {
     private static let receiptColumns = receiptColumnNames.joined(separator: ", ")
     private static let receiptAssignments = receiptColumnNames.map { "\($0) = ?" }.joined(separator: ", ")
 
-    /// The values of `receiptColumnNames`, the tags as the JSON text GRDB's Codable records write.
+    /// The values of `receiptColumnNames`.
     private static func receiptValues(_ r: Receipt) throws -> [(any DatabaseValueConvertible)?] {
-        let tags = String(decoding: try Receipt.databaseJSONEncoder(for: "tags").encode(r.tags), as: UTF8.self)
-        return [r.zone, r.merchant, r.date, r.total, r.currency, r.category, r.note, tags, r.createdAt, r.modifiedAt,
-                r.status, r.claim, r.reimbursedOn]
+        [r.zone, r.merchant, r.date, r.total, r.currency, r.category, r.note, try tagsJSON(r.tags), r.createdAt, r.modifiedAt,
+         r.status, r.claim, r.reimbursedOn]
+    }
+
+    /// The tags column: the JSON text GRDB's Codable records write.
+    public static func tagsJSON(_ tags: [String]) throws -> String {
+        String(decoding: try Receipt.databaseJSONEncoder(for: "tags").encode(tags), as: UTF8.self)
     }
 
     /// Deletes the receipt (its attachments by cascade); its blobs stay until gc.

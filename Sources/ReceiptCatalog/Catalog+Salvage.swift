@@ -159,7 +159,7 @@ extension CatalogWriter {
         guard !names.isEmpty else { return false }
         let values = names.map { row[$0] as DatabaseValue }
         let quoted = names.map { "\"\($0)\"" }.joined(separator: ", ")
-        try db.execute(sql: "INSERT OR \(replace ? "REPLACE" : "IGNORE") INTO \"\(table)\" (\(quoted)) VALUES (\(placeholders( names.count)))",
+        try db.execute(sql: "INSERT OR \(replace ? "REPLACE" : "IGNORE") INTO \"\(table)\" (\(quoted)) VALUES (\(placeholders(names.count)))",
                        arguments: StatementArguments(values))
         return db.changesCount > 0
     }

@@ -81,7 +81,7 @@ extension Catalog {
         var snippets: [Int64: String] = [:]
         let snippetRows = try Row.fetchAll(db, sql: """
             SELECT rowid, snippet(receiptSearch, -1, '[', ']', '…', 12) FROM receiptSearch
-            WHERE receiptSearch MATCH ? AND rowid IN (\(placeholders( rows.count)))
+            WHERE receiptSearch MATCH ? AND rowid IN (\(placeholders(rows.count)))
             """, arguments: [match] + StatementArguments(rows.map { $0["rid"] as Int64 }))
         for row in snippetRows {
             snippets[row[0]] = (row[1] as String? ?? "").split(whereSeparator: \.isNewline).joined(separator: " ")
@@ -109,7 +109,7 @@ extension Catalog {
         arguments += [limit]
         let rows = try Row.fetchAll(db, sql: """
             SELECT r.id, \(scoreSQL) AS score, r.total, r.currency FROM \(from)
-            WHERE r.total IN (\(placeholders( totals.count))) AND \(filter) \(textCondition)
+            WHERE r.total IN (\(placeholders(totals.count))) AND \(filter) \(textCondition)
             ORDER BY score DESC, r.date DESC, r.id LIMIT ?
             """, arguments: arguments)
         return rows.map { row in

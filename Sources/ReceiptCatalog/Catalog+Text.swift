@@ -27,7 +27,7 @@ extension Catalog {
         var arguments: StatementArguments = [after]
         var amongSQL = ""
         if let among {
-            amongSQL = "AND b.sha256 IN (\(placeholders( max(among.count, 1))))"
+            amongSQL = "AND b.sha256 IN (\(placeholders(max(among.count, 1))))"
             arguments += StatementArguments(among.isEmpty ? [""] : among)
         }
         if let upTo {
@@ -92,7 +92,7 @@ extension Catalog {
     public static func texts(_ db: Database, _ hashes: [String]) throws -> [String: String] {
         guard !hashes.isEmpty else { return [:] }
         let rows = try Row.fetchAll(db, sql: """
-            SELECT sha256, text FROM blobText WHERE state = 'text' AND sha256 IN (\(placeholders( hashes.count)))
+            SELECT sha256, text FROM blobText WHERE state = 'text' AND sha256 IN (\(placeholders(hashes.count)))
             """, arguments: StatementArguments(hashes))
         return Dictionary(rows.map { ($0["sha256"], $0["text"]) }, uniquingKeysWith: { a, _ in a })
     }
@@ -126,7 +126,7 @@ extension Catalog {
         guard !among.isEmpty else { return [] }
         return try String.fetchAll(db, sql: """
             SELECT sha256 FROM blobText WHERE extractor = ? AND extractedAt <= ?
-              AND sha256 IN (\(placeholders( among.count))) ORDER BY sha256
+              AND sha256 IN (\(placeholders(among.count))) ORDER BY sha256
             """, arguments: [version, mark] + StatementArguments(among))
     }
 

@@ -12,7 +12,10 @@ public func nowMillis() -> Millis {
 }
 
 /// A receipt's metadata. `total` is an exact decimal string ("12.34"), never a floating-point number.
-public struct Receipt: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+/// Not a `PersistableRecord`: its table's primary key is the row number (`ReceiptRows`), which a
+/// receipt does not carry, so GRDB's `update`/`save`/`delete` would look for the wrong key; the
+/// catalog writes receipts by id (`CatalogWriter`).
+public struct Receipt: Codable, Sendable, Equatable, FetchableRecord, TableRecord, EncodableRecord {
     public static let databaseTableName = "receipts"
     public var id: String
     public var zone: String

@@ -240,9 +240,8 @@ final class ManifestRowWriter: @unchecked Sendable {
         if let known = tagJSON[receipt.tags] {
             tags = known
         } else {
-            // The tags column as GRDB's Codable records write it (JSON), computed once per tag set.
-            let data = try Receipt.databaseJSONEncoder(for: "tags").encode(receipt.tags)
-            tags = String(decoding: data, as: UTF8.self)
+            // Computed once per tag set.
+            tags = try CatalogWriter.tagsJSON(receipt.tags)
             tagJSON[receipt.tags] = tags
         }
         try w.insertReceipt(receipt, tagsJSON: tags)
