@@ -22,31 +22,37 @@ extension Catalog {
     /// The files of these receipts, by receipt id, each in position order.
     public static func files(_ db: Database, of receiptIDs: [String]) throws -> [String: [AttachedFile]] {
         guard !receiptIDs.isEmpty else { return [:] }
-        return try files(db, where: "a.receiptRow IN (SELECT rowNumber FROM receipts WHERE id IN (\(placeholders(receiptIDs.count))))",
-                         StatementArguments(receiptIDs))
+        return try files(db, where: byIDs(receiptIDs.count), StatementArguments(receiptIDs))
     }
 
     /// The files of the receipts with these row numbers, by receipt id: `list` asks for a chunk of
     /// receipts' files at a time, and by row they sit together (`ReceiptRows`).
     public static func files(_ db: Database, ofRows rows: [Int64]) throws -> [String: [AttachedFile]] {
         guard !rows.isEmpty else { return [:] }
-        return try files(db, where: "a.receiptRow IN (\(placeholders(rows.count)))", StatementArguments(rows))
+        return try files(db, where: byRows(rows.count), StatementArguments(rows))
+    }
+
+    static func byIDs(_ count: Int) -> String { "a.receiptRow IN (SELECT rowNumber FROM receipts WHERE id IN (\(placeholders(count))))" }
+    static func byRows(_ count: Int) -> String { "a.receiptRow IN (\(placeholders(count)))" }
+
+    /// The files of the attachments `condition` selects (on `a`). The size the attachment carries; the
+    /// blob row's only for a row the repair has not yet given one (as when the blob row was joined, a
+    /// file whose blob row is gone is left out: fsck's).
+    static func filesSQL(where condition: String) -> String {
+        """
+        SELECT a.receiptID, a.sha256, a.filename, a.mediaType,
+               coalesce(a.size, (SELECT b.size FROM blobs b WHERE b.sha256 = a.sha256))
+        FROM attachments a
+        WHERE \(condition)
+        ORDER BY a.receiptRow, a.position
+        """
     }
 
     private static func files(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [String: [AttachedFile]] {
         var files: [String: [AttachedFile]] = [:]
-        // The size the attachment carries; the blob row's only for a row the repair has not yet given
-        // one (as when the blob row was joined, a file whose blob row is gone is left out: fsck's).
-        let sql = """
-            SELECT a.receiptID, a.sha256, a.filename, a.mediaType,
-                   coalesce(a.size, (SELECT b.size FROM blobs b WHERE b.sha256 = a.sha256))
-            FROM attachments a
-            WHERE \(condition)
-            ORDER BY a.receiptRow, a.position
-            """
         // Prepared once per list length: a sync asks for one receipt's files at a time, `list` for 256
         // receipts' at a time, so a command prepares one or two of these.
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: filesSQL(where: condition)), arguments: arguments)
         while let row = try rows.next() {
             guard let size = try row.decode(Int64?.self, atIndex: 4) else { continue }
             let receiptID: String = try row.decode(atIndex: 0)

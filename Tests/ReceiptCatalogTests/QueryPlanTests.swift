@@ -27,4 +27,19 @@ final class QueryPlanTests: XCTestCase {
         XCTAssertTrue(plan.contains { $0.contains("COVERING INDEX blobText_by_extractedAt") }, "\(plan)")
         XCTAssertFalse(plan.contains { $0.contains("TEMP B-TREE") }, "no sort: \(plan)")
     }
+
+    /// `list` asks a chunk's files by the receipts' row numbers, `show`, `search` and a sync by ids:
+    /// each is a search of the attachments' key (receipt row first: a receipt's files together),
+    /// never a scan of the table (catalog v8, `ReceiptRows`).
+    func testFilesAreLookedUpByTheAttachmentsKey() throws {
+        for (condition, parameters) in [(Catalog.byRows(3), 3), (Catalog.byIDs(3), 3)] {
+            let plan = try plan(Catalog.filesSQL(where: condition), parameters: parameters)
+            XCTAssertTrue(plan.contains { $0.contains("SEARCH a USING PRIMARY KEY (receiptRow=?)") }, "\(plan)")
+            XCTAssertFalse(plan.contains { $0.hasPrefix("SCAN a") }, "\(plan)")
+        }
+        // A new receipt's search row is built from its files by the same key.
+        let document = try plan(SearchIndex.document(where: "r.rowid BETWEEN ? AND ?"), parameters: 2)
+        XCTAssertTrue(document.contains { $0.contains("SEARCH a USING PRIMARY KEY (receiptRow=?)") }, "\(document)")
+        XCTAssertFalse(document.contains { $0.hasPrefix("SCAN a") }, "\(document)")
+    }
 }
