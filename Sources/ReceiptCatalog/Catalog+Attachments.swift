@@ -71,6 +71,14 @@ extension Catalog {
             """) ?? 0
     }
 
+    /// How many attachments name a receipt id other than that of the receipt whose row they are keyed
+    /// by (those whose row is gone are `missingReceipts`, not counted here).
+    public static func attachmentIDProblems(_ db: Database) throws -> Int {
+        try Int.fetchOne(db, sql: """
+            SELECT count(*) FROM attachments a JOIN receipts r ON r.rowNumber = a.receiptRow WHERE a.receiptID IS NOT r.id
+            """) ?? 0
+    }
+
     /// Gives every attachment with a blob row that row's size (the migration to v6, fsck's repair and
     /// the catalog rebuild).
     static let resizeAttachmentsSQL = """
@@ -100,6 +108,16 @@ extension CatalogWriter {
     @discardableResult
     public func resizeAttachments() throws -> Int {
         try db.execute(sql: Catalog.resizeAttachmentsSQL)
+        return db.changesCount
+    }
+
+    /// Gives every attachment the id of the receipt whose row it is keyed by; returns how many changed.
+    @discardableResult
+    public func reidentifyAttachments() throws -> Int {
+        try db.execute(sql: """
+            UPDATE attachments SET receiptID = r.id FROM receipts r
+            WHERE r.rowNumber = attachments.receiptRow AND attachments.receiptID IS NOT r.id
+            """)
         return db.changesCount
     }
 

@@ -28,6 +28,17 @@ extension Vault {
                               fix: .recount(found)))
     }
 
+    /// Each attachment names the id of the receipt whose row it is keyed by (a copy kept so that fsck
+    /// can name, and its repair recreate, a receipt whose row is gone; `list` prints files by it).
+    func checkAttachmentIDs(sink: FsckSink) throws {
+        let differing = try catalog.read { db in try Catalog.attachmentIDProblems(db) }
+        guard differing > 0 else { return }
+        let found = differing == 1 ? "1 attachment names a receipt id other than its receipt row's"
+            : "\(differing) attachments name a receipt id other than their receipt row's"
+        sink.emit(FsckProblem(.catalog, path: catalogPath, detail: found + ": run `receipt fsck --repair` to correct them",
+                              fix: .reidentifyAttachments(found)))
+    }
+
     /// Each attachment's size is its blob's (a copy kept so that listing needs no blob row).
     func checkAttachmentSizes(sink: FsckSink) throws {
         let differing = try catalog.read { db in try Catalog.attachmentSizeProblems(db) }

@@ -160,4 +160,31 @@ final class ReceiptRowsMigrationTests: XCTestCase {
         }
         try queue.close()
     }
+
+    /// The id an attachment keeps beside its receipt's row is checked by the full fsck, and the repair
+    /// gives it the id of the receipt whose row it is keyed by.
+    func testFsckFindsAnAttachmentNamingAnotherReceiptsIDAndRepairGivesItItsOwn() async throws {
+        let path = folder.file("vault")
+        let vault = try Vault.create(at: path).vault
+        let report = try vault.importFiles([try folder.write("in/a.txt", "first receipt"), try folder.write("in/b.txt", "second receipt")])
+        let (a, b) = (report.imported[0].id, report.imported[1].id)
+        try vault.catalog.write { db in
+            try db.execute(sql: "UPDATE attachments SET receiptID = ? WHERE filename = 'a.txt'", arguments: [b])
+        }
+        try vault.close()
+        let quick = try await Vault.fsck(at: path, options: FsckOptions(quick: true))
+        XCTAssertTrue(quick.ok, "\(quick.problems)")
+        let check = try await Vault.fsck(at: path)
+        XCTAssertEqual(check.problems.map(\.detail),
+                       ["1 attachment names a receipt id other than its receipt row's: run `receipt fsck --repair` to correct them"])
+        let repaired = try await Vault.fsck(at: path, options: FsckOptions(repair: true))
+        XCTAssertTrue(repaired.ok, "\(repaired.problems)")
+        XCTAssertTrue(repaired.problems.contains { $0.repaired && $0.detail.hasSuffix(": 1 given their receipt's id") }, "\(repaired.problems)")
+        let clean = try await Vault.fsck(at: path)
+        XCTAssertEqual(clean.problems, [])
+        let reopened = try Vault.open(at: path)
+        XCTAssertEqual(try reopened.show(a).attachments.map(\.filename), ["a.txt"])
+        XCTAssertEqual(try reopened.show(b).attachments.map(\.filename), ["b.txt"])
+        try reopened.close()
+    }
 }

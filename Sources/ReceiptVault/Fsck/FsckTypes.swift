@@ -26,6 +26,8 @@ enum FsckFix: Sendable, Equatable {
     case recount(String)
     /// Attachments carry sizes other than their blobs' (the problem): give them their blobs' sizes.
     case resizeAttachments(String)
+    /// Attachments name a receipt id other than their receipt row's (the problem): give them its id.
+    case reidentifyAttachments(String)
     /// Vault paths others can read (the problem, without advice): take the permissions away.
     case tighten([String], String)
     case recreateZone(String)

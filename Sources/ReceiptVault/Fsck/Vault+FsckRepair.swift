@@ -67,6 +67,10 @@ extension Vault {
             let changed = try catalog.transaction { w in try w.resizeAttachments() }
             problem.detail = found + ": \(changed) given their blob's size"
             problem.repaired = true
+        case .reidentifyAttachments(let found):
+            let changed = try catalog.transaction { w in try w.reidentifyAttachments() }
+            problem.detail = found + ": \(changed) given their receipt's id"
+            problem.repaired = true
         case .recount(let found):
             try catalog.recountKeptCounts()
             problem.detail = found + ": recounted"
