@@ -14,8 +14,8 @@ public struct AttachedFile: Sendable, Equatable {
 extension Catalog {
     public static func attachments(_ db: Database, of receiptID: String) throws -> [Attachment] {
         try Attachment.fetchAll(db.cachedStatement(sql: """
-            SELECT receiptID, sha256, filename, mediaType, position FROM attachments
-            WHERE receiptRow = (SELECT rowNumber FROM receipts WHERE id = ?) ORDER BY position
+            SELECT r.id AS receiptID, a.sha256, a.filename, a.mediaType, a.position
+            FROM receipts r JOIN attachments a ON a.receiptRow = r.rowNumber WHERE r.id = ? ORDER BY a.position
             """), arguments: [receiptID])
     }
 
@@ -35,14 +35,15 @@ extension Catalog {
     static func byIDs(_ count: Int) -> String { "a.receiptRow IN (SELECT rowNumber FROM receipts WHERE id IN (\(placeholders(count))))" }
     static func byRows(_ count: Int) -> String { "a.receiptRow IN (\(placeholders(count)))" }
 
-    /// The files of the attachments `condition` selects (on `a`). The size the attachment carries; the
+    /// The files of the attachments `condition` selects (on `a`), under the id of the receipt whose row
+    /// they are keyed by (not the copy they keep, which fsck checks). The size the attachment carries; the
     /// blob row's only for a row the repair has not yet given one (as when the blob row was joined, a
     /// file whose blob row is gone is left out: fsck's).
     static func filesSQL(where condition: String) -> String {
         """
-        SELECT a.receiptID, a.sha256, a.filename, a.mediaType,
+        SELECT r.id, a.sha256, a.filename, a.mediaType,
                coalesce(a.size, (SELECT b.size FROM blobs b WHERE b.sha256 = a.sha256))
-        FROM attachments a
+        FROM attachments a JOIN receipts r ON r.rowNumber = a.receiptRow
         WHERE \(condition)
         ORDER BY a.receiptRow, a.position
         """

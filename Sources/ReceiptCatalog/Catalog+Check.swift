@@ -164,14 +164,22 @@ extension CatalogWriter {
     }
 
     /// A receipt that carries only a note (one fsck recovered), unless present, with its outbox entry.
-    public func insertRecoveredReceipt(id: String, zone: String, note: String) throws {
+    /// `row`: the row number its attachments name, for a receipt whose row was lost (`receiptRow(ofLost:)`);
+    /// nil for a new receipt.
+    public func insertRecoveredReceipt(id: String, zone: String, note: String, row: Int64? = nil) throws {
         try requireTriggers("insertRecoveredReceipt")
-        // At the row its attachments name, for a receipt whose row was lost (none: a new row). A scan of
-        // the attachments (the id beside the row is not indexed): a repair, once per lost receipt.
         try db.execute(sql: """
-            INSERT OR IGNORE INTO receipts(rowNumber, id, zone, note, createdAt, modifiedAt)
-            VALUES ((SELECT receiptRow FROM attachments WHERE receiptID = ?1 LIMIT 1), ?1, ?2, ?3, ?4, ?4)
-            """, arguments: [id, zone, note, now])
-        try recordChange(id, zone: zone, .upsert)
+            INSERT OR IGNORE INTO receipts(rowNumber, id, zone, note, createdAt, modifiedAt) VALUES (?, ?, ?, ?, ?, ?)
+            """, arguments: [row, id, zone, note, now, now])
+        // Nothing inserted (the id or the row is taken): no change to send.
+        if db.changesCount > 0 { try recordChange(id, zone: zone, .upsert) }
+    }
+
+    /// The row number the attachments of a receipt whose row is gone name. A scan of the attachments
+    /// (the id they keep is not indexed): once per lost receipt, in a repair.
+    public func receiptRow(ofLost id: String) throws -> Int64? {
+        try Int64.fetchOne(db, sql: """
+            SELECT receiptRow FROM attachments WHERE receiptID = ? AND receiptRow NOT IN (SELECT rowNumber FROM receipts) LIMIT 1
+            """, arguments: [id])
     }
 }

@@ -53,8 +53,13 @@ extension Catalog {
                 if opened != nil { result.notes.append("its first page was unreadable and was replaced by a fresh one to read the rest") }
                 // Only the first migration's tables are sure to have their roots where a fresh
                 // catalog has them (a later table's root depends on when the migration ran); the
-                // outbox is written again anyway.
+                // outbox is written again anyway. Receipts and attachments are v8's tables
+                // (`ReceiptRows`): where a catalog migrated from v7 has them is not where a fresh
+                // one does. Their rows are read all the same (each is checked again before it is
+                // kept), but counted as incomplete, so that no blob is taken for garbage for want
+                // of the attachments that named it: it becomes a recovered receipt instead.
                 tables = ["settings", "zones", "blobs", "receipts", "attachments"]
+                result.incomplete.formUnion(["receipts", "attachments"])
             }
         }
         guard let queue = opened else {

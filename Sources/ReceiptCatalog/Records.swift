@@ -15,7 +15,7 @@ public func nowMillis() -> Millis {
 /// Not a `PersistableRecord`: its table's primary key is the row number (`ReceiptRows`), which a
 /// receipt does not carry, so GRDB's `update`/`save`/`delete` would look for the wrong key; the
 /// catalog writes receipts by id (`CatalogWriter`).
-public struct Receipt: Codable, Sendable, Equatable, FetchableRecord, TableRecord, EncodableRecord {
+public struct Receipt: Codable, Sendable, Equatable, FetchableRecord, EncodableRecord {
     public static let databaseTableName = "receipts"
     public var id: String
     public var zone: String
@@ -56,12 +56,10 @@ public struct Receipt: Codable, Sendable, Equatable, FetchableRecord, TableRecor
     }
 
     /// The columns a receipt is read from, in the order `init(row:)` reads them: every query of
-    /// receipts selects these (`selection`, on `r`; GRDB's requests through `databaseSelection`),
-    /// never `*`, and may add columns of its own after them.
+    /// receipts selects these (`selection`, on `r`), never `*`, and may add columns of its own after them.
     static let columnNames = ["id", "zone", "merchant", "date", "total", "currency", "category", "note", "tags",
                               "createdAt", "modifiedAt", "status", "claim", "reimbursedOn"]
     static let selection = columnNames.map { "r.\($0)" }.joined(separator: ", ")
-    public static var databaseSelection: [any SQLSelectable] { columnNames.map { Column($0) } }
 
     /// Read by position, not through Codable or by name: the Codable decoder was 16 % of a `list` of
     /// a month at a million receipts (keyed containers, dynamic casts and a JSONDecoder per row for

@@ -34,6 +34,8 @@ enum AttachmentLink {
 /// The attachments keep the receipt's id beside its row (not indexed): fsck can still name, and
 /// its repair recreate, a receipt whose row is gone. The row number must be declared, not the
 /// implicit rowid: VACUUM may renumber implicit rowids, which would move files between receipts.
+/// And never reused (AUTOINCREMENT): a new receipt given the number of one whose row was lost (to
+/// damage, with its files still naming it) would silently take that receipt's files.
 enum ReceiptRows {
     static func migrate(_ db: Database) throws {
         // Every trigger names one of the two tables rebuilt here; they are made again below.
@@ -48,7 +50,7 @@ enum ReceiptRows {
         }
         try db.execute(sql: """
             CREATE TABLE receiptsV8 (
-                rowNumber INTEGER PRIMARY KEY,
+                rowNumber INTEGER PRIMARY KEY AUTOINCREMENT,
                 id TEXT NOT NULL UNIQUE CHECK (length(id) = 36),
                 zone TEXT NOT NULL REFERENCES zones(name) ON UPDATE CASCADE,
                 merchant TEXT,

@@ -23,6 +23,7 @@ final class ReceiptRowsMigrationTests: XCTestCase {
         let gone = "00000000-0000-4000-8000-000000000000"
         let shared: [UInt8] = Array("amoxicillin 500 mg, 21 capsules\n".utf8)
         let other: [UInt8] = Array("a second page of the cafe bill\n".utf8)
+        let lost: [UInt8] = Array("the only copy of a receipt whose row is gone\n".utf8)
     }
 
     /// A vault whose catalog is the one version 7 made, holding `Planted` written through its own
@@ -52,7 +53,7 @@ final class ReceiptRowsMigrationTests: XCTestCase {
         try queue.write { db in
             for row in settings { try db.execute(sql: "INSERT INTO settings(key, value) VALUES (?, ?)", arguments: [row[0], row[1]]) }
             try db.execute(sql: "INSERT INTO zones(name, createdAt) VALUES ('personal', 1), ('taxes', 1)")
-            for bytes in [p.shared, p.other] {
+            for bytes in [p.shared, p.other] + (orphan ? [p.lost] : []) {
                 try db.execute(sql: "INSERT INTO blobs(sha256, size, storedSize, encoding, inline, createdAt) VALUES (?, ?, ?, 'identity', ?, 1)",
                                arguments: [SHA256Hasher.hash(bytes).hex, bytes.count, bytes.count, Data(bytes)])
             }
@@ -79,7 +80,7 @@ final class ReceiptRowsMigrationTests: XCTestCase {
             try attach(p.pharmacy, p.shared, "rx.txt", 0)
             try db.execute(sql: "INSERT INTO blobText(sha256, extractor, state, text, extractedAt) VALUES (?, 'plain-1', 'text', ?, 5)",
                            arguments: [SHA256Hasher.hash(p.shared).hex, String(decoding: p.shared, as: UTF8.self)])
-            if orphan { try attach(p.gone, p.other, "lost.txt", 0) }
+            if orphan { try attach(p.gone, p.lost, "lost.txt", 0) }
         }
         let rowids = try queue.read { db in
             Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT id, rowid FROM receipts").map { ($0[0] as String, $0[1] as Int64) })
@@ -146,19 +147,35 @@ final class ReceiptRowsMigrationTests: XCTestCase {
     }
 
     /// An attachment whose receipt is gone has no row to be keyed by: the migration refuses, saying
-    /// why, and the catalog is left as it was (still version 7, the attachment still there).
-    func testAnAttachmentWithoutItsReceiptStopsTheMigrationAndChangesNothing() throws {
+    /// why, and the catalog is left as it was (still version 7, the attachment still there). The
+    /// repair fsck then offers rebuilds the catalog from what it can read, and the file the lost
+    /// receipt held (inline: its bytes are only in the catalog) becomes a recovered receipt, never
+    /// garbage for gc.
+    func testAnAttachmentWithoutItsReceiptStopsTheMigrationAndChangesNothing() async throws {
         let (path, _) = try versionSevenVault(orphan: true)
         XCTAssertThrowsError(try Vault.open(at: path)) { error in
             XCTAssertTrue("\(error)".contains("1 attachment(s) name a receipt the catalog does not have"), "\(error)")
         }
         let queue = try DatabaseQueue(path: FileSystem.join(path, Catalog.fileName))
-        try queue.read { db in
+        try await queue.read { db in
             XCTAssertEqual(try Int.fetchOne(db, sql: "PRAGMA user_version"), 8)
             XCTAssertEqual(try String.fetchAll(db, sql: "SELECT filename FROM attachments ORDER BY filename"), ["lost.txt", "page1.txt", "page2.txt", "rx.txt"])
             XCTAssertEqual(try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'"), 32)
         }
         try queue.close()
+
+        let p = Planted()
+        let repaired = try await Vault.fsck(at: path, options: FsckOptions(repair: true))
+        XCTAssertTrue(repaired.ok, "\(repaired.problems)")
+        let vault = try Vault.open(at: path)
+        XCTAssertEqual(Set(try vault.list().map(\.id)).intersection([p.cafe, p.pharmacy, p.bare]), [p.cafe, p.pharmacy, p.bare])
+        let recovered = try vault.list(ListFilter(zone: Zone.recovered))
+        XCTAssertEqual(recovered.flatMap(\.attachments).map(\.sha256), [SHA256Hasher.hash(p.lost).hex])
+        XCTAssertEqual(try vault.collectGarbage(graceSeconds: 0).removedBlobs, 0)
+        var bytes: [UInt8] = []
+        _ = try vault.readBlob(vault.blobRecord(SHA256Hasher.hash(p.lost).hex)) { bytes += $0 }
+        XCTAssertEqual(bytes, p.lost)
+        try vault.close()
     }
 
     /// The id an attachment keeps beside its receipt's row is checked by the full fsck, and the repair

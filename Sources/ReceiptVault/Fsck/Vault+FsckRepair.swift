@@ -86,7 +86,7 @@ extension Vault {
         case .recreateReceipt(let receipt):
             try catalog.transaction { w in
                 try w.ensureZone(Zone.recovered)
-                try w.insertRecoveredReceipt(id: receipt, zone: Zone.recovered, note: Self.recoveredNote)
+                try w.insertRecoveredReceipt(id: receipt, zone: Zone.recovered, note: Self.recoveredNote, row: try w.receiptRow(ofLost: receipt))
             }
             problem.repaired = true
             problem.detail += "; the receipt was recreated in zone '\(Zone.recovered)'"

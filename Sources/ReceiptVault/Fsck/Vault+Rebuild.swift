@@ -66,6 +66,11 @@ extension Vault {
         let fresh = try Catalog.create(at: scratch, settings: settings)
         var counts = (receipts: 0, attachments: 0, inline: 0, recovered: 0)
         var missing: [(String, [String])] = []
+        // Inline blobs kept (their bytes live only in the catalog): size and media type by address.
+        var inline: [BlobID: (size: Int64, mediaType: String)] = [:]
+        // Addresses of salvaged attachments that could not be kept (their receipt is gone) although
+        // their blob is here: never taken for garbage, and the media type they gave.
+        var unattached: [String: String] = [:]
         do {
             try fresh.transaction { w in
                 for row in salvaged.rows("settings") { _ = try? w.copy(row, into: "settings", replace: true) }
@@ -79,6 +84,7 @@ extension Vault {
                         if SHA256Hasher.hash(bytes) == id {
                             try w.insertBlob(NewBlob(inline: bytes, id: id), createdAt: row["createdAt"] as Int64?)
                             counts.inline += 1
+                            inline[id] = (Int64(bytes.count), bytes.withUnsafeBytes { MediaType.of(head: $0, filename: "") })
                         }
                     }
                 }
@@ -95,6 +101,8 @@ extension Vault {
                     } else if let sha = row["sha256"] as String?, let receipt = row["receiptID"] as String?,
                               try !w.hasBlobRow(sha) {
                         if let i = missing.firstIndex(where: { $0.0 == sha }) { missing[i].1.append(receipt) } else { missing.append((sha, [receipt])) }
+                    } else if let sha = row["sha256"] as String? {
+                        unattached[sha] = (row["mediaType"] as String?) ?? unattached[sha] ?? "application/octet-stream"
                     }
                 }
                 // Sizes from the blob rows: an older catalog had none, a damaged one may hold wrong ones.
@@ -116,8 +124,13 @@ extension Vault {
             let referenced = try fresh.referencedBlobs()
             var adopt: [(BlobID, Int64, String)] = []
             for (id, file) in good.sorted(by: { $0.key < $1.key }) where !referenced.contains(id.hex) {
-                if attachmentsComplete && salvagedRows.contains(id.hex) { continue }
+                if attachmentsComplete && salvagedRows.contains(id.hex) && unattached[id.hex] == nil { continue }
                 adopt.append((id, file.size, try sniffMediaType(store, id, file.encoding)))
+            }
+            // Inline blobs likewise: gc would otherwise take a row whose bytes are nowhere else.
+            for (id, kept) in inline.sorted(by: { $0.key < $1.key }) where !referenced.contains(id.hex) {
+                if attachmentsComplete && unattached[id.hex] == nil { continue }
+                adopt.append((id, kept.size, unattached[id.hex] ?? kept.mediaType))
             }
             try fresh.transaction { w in
                 if !adopt.isEmpty { try w.ensureZone(Zone.recovered) }
