@@ -3,7 +3,6 @@ import GRDB
 
 /// An attachment with its blob's size, as `list`, `show` and a sync present it.
 public struct AttachedFile: Sendable, Equatable {
-    public var receiptID: String
     public var sha256: BlobID
     public var filename: String
     public var mediaType: String
@@ -19,47 +18,48 @@ extension Catalog {
             """), arguments: [receiptID])
     }
 
-    /// The files of these receipts, by receipt id, each in position order.
+    /// The files of these receipts, by receipt id (that of the receipt whose row they are keyed by,
+    /// not the copy they keep, which fsck checks), each in position order.
     public static func files(_ db: Database, of receiptIDs: [String]) throws -> [String: [AttachedFile]] {
         guard !receiptIDs.isEmpty else { return [:] }
-        return try files(db, where: byIDs(receiptIDs.count), StatementArguments(receiptIDs))
+        return try files(db, filesSQL(receipt: "r.id", join: "JOIN receipts r ON r.rowNumber = a.receiptRow", where: byIDs(receiptIDs.count)),
+                         StatementArguments(receiptIDs))
     }
 
-    /// The files of the receipts with these row numbers, by receipt id: `list` asks for a chunk of
+    /// The files of the receipts with these row numbers, by row number: `list` asks for a chunk of
     /// receipts' files at a time, and by row they sit together (`ReceiptRows`).
-    public static func files(_ db: Database, ofRows rows: [Int64]) throws -> [String: [AttachedFile]] {
+    public static func files(_ db: Database, ofRows rows: [Int64]) throws -> [Int64: [AttachedFile]] {
         guard !rows.isEmpty else { return [:] }
-        return try files(db, where: byRows(rows.count), StatementArguments(rows))
+        return try files(db, filesSQL(receipt: "a.receiptRow", join: "", where: byRows(rows.count)), StatementArguments(rows))
     }
 
     static func byIDs(_ count: Int) -> String { "a.receiptRow IN (SELECT rowNumber FROM receipts WHERE id IN (\(placeholders(count))))" }
     static func byRows(_ count: Int) -> String { "a.receiptRow IN (\(placeholders(count)))" }
 
-    /// The files of the attachments `condition` selects (on `a`), under the id of the receipt whose row
-    /// they are keyed by (not the copy they keep, which fsck checks). The size the attachment carries; the
-    /// blob row's only for a row the repair has not yet given one (as when the blob row was joined, a
-    /// file whose blob row is gone is left out: fsck's).
-    static func filesSQL(where condition: String) -> String {
+    /// The files of the attachments `condition` selects (on `a`), each with `receipt` first. The size
+    /// the attachment carries; the blob row's only for a row the repair has not yet given one (as when
+    /// the blob row was joined, a file whose blob row is gone is left out: fsck's).
+    static func filesSQL(receipt: String, join: String, where condition: String) -> String {
         """
-        SELECT r.id, a.sha256, a.filename, a.mediaType,
+        SELECT \(receipt), a.sha256, a.filename, a.mediaType,
                coalesce(a.size, (SELECT b.size FROM blobs b WHERE b.sha256 = a.sha256))
-        FROM attachments a JOIN receipts r ON r.rowNumber = a.receiptRow
+        FROM attachments a \(join)
         WHERE \(condition)
         ORDER BY a.receiptRow, a.position
         """
     }
 
-    private static func files(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [String: [AttachedFile]] {
-        var files: [String: [AttachedFile]] = [:]
+    private static func files<Key: Hashable & DatabaseValueConvertible & StatementColumnConvertible>(
+        _ db: Database, _ sql: String, _ arguments: StatementArguments) throws -> [Key: [AttachedFile]] {
+        var files: [Key: [AttachedFile]] = [:]
         // Prepared once per list length: a sync asks for one receipt's files at a time, `list` for 256
         // receipts' at a time, so a command prepares one or two of these.
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: filesSQL(where: condition)), arguments: arguments)
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
         while let row = try rows.next() {
             guard let size = try row.decode(Int64?.self, atIndex: 4) else { continue }
-            let receiptID: String = try row.decode(atIndex: 0)
-            files[receiptID, default: []].append(AttachedFile(receiptID: receiptID, sha256: try row.decode(atIndex: 1),
-                                                              filename: try row.decode(atIndex: 2),
-                                                              mediaType: try row.decode(atIndex: 3), size: size))
+            files[try row.decode(Key.self, atIndex: 0), default: []].append(
+                AttachedFile(sha256: try row.decode(atIndex: 1), filename: try row.decode(atIndex: 2),
+                             mediaType: try row.decode(atIndex: 3), size: size))
         }
         return files
     }

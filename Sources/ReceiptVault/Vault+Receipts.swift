@@ -154,7 +154,8 @@ extension Vault {
                 // Files are asked a chunk of receipts at a time: one query each, by the attachments' key
                 // (the receipts' row numbers: the files of receipts imported together sit together).
                 func flush() throws {
-                    for view in views(pending, files: try Catalog.files(db, ofRows: rows)) { try body(view) }
+                    let files = try Catalog.files(db, ofRows: rows)
+                    for (receipt, row) in zip(pending, rows) { try body(view(receipt, files[row] ?? [])) }
                     pending.removeAll(keepingCapacity: true)
                     rows.removeAll(keepingCapacity: true)
                 }
@@ -253,14 +254,16 @@ extension Vault {
     }
 
     func views(_ receipts: [Receipt], files: [String: [AttachedFile]]) -> [ReceiptView] {
-        receipts.map { r in
-            ReceiptView(id: r.id, zone: r.zone, merchant: r.merchant, date: r.date, total: r.total, currency: r.currency,
-                        category: r.category, note: r.note, tags: r.tags,
-                        attachments: (files[r.id] ?? []).map {
-                            ReceiptView.File(sha256: $0.sha256.hex, filename: $0.filename, size: $0.size, mediaType: $0.mediaType)
-                        },
-                        status: r.status, claim: r.claim, reimbursedOn: r.reimbursedOn)
-        }
+        receipts.map { view($0, files[$0.id] ?? []) }
+    }
+
+    func view(_ r: Receipt, _ files: [AttachedFile]) -> ReceiptView {
+        ReceiptView(id: r.id, zone: r.zone, merchant: r.merchant, date: r.date, total: r.total, currency: r.currency,
+                    category: r.category, note: r.note, tags: r.tags,
+                    attachments: files.map {
+                        ReceiptView.File(sha256: $0.sha256.hex, filename: $0.filename, size: $0.size, mediaType: $0.mediaType)
+                    },
+                    status: r.status, claim: r.claim, reimbursedOn: r.reimbursedOn)
     }
 
     /// A full id, or a unique prefix of at least 8 characters.

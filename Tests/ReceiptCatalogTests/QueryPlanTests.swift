@@ -32,8 +32,9 @@ final class QueryPlanTests: XCTestCase {
     /// each is a search of the attachments' key (receipt row first: a receipt's files together),
     /// never a scan of the table (catalog v8, `ReceiptRows`).
     func testFilesAreLookedUpByTheAttachmentsKey() throws {
-        for (condition, parameters) in [(Catalog.byRows(3), 3), (Catalog.byIDs(3), 3)] {
-            let plan = try plan(Catalog.filesSQL(where: condition), parameters: parameters)
+        for sql in [Catalog.filesSQL(receipt: "a.receiptRow", join: "", where: Catalog.byRows(3)),
+                    Catalog.filesSQL(receipt: "r.id", join: "JOIN receipts r ON r.rowNumber = a.receiptRow", where: Catalog.byIDs(3))] {
+            let plan = try plan(sql, parameters: 3)
             XCTAssertTrue(plan.contains { $0.contains("SEARCH a USING PRIMARY KEY (receiptRow=?)") }, "\(plan)")
             XCTAssertFalse(plan.contains { $0.hasPrefix("SCAN a") }, "\(plan)")
         }
