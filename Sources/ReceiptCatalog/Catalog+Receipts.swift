@@ -84,7 +84,7 @@ extension CatalogWriter {
     /// Writes every column of the receipt's row, found by id (GRDB's `update` would look for the
     /// primary key, the row number, which a `Receipt` does not carry).
     public func updateReceipt(_ receipt: Receipt) throws {
-        try db.cachedStatement(sql: "UPDATE receipts SET \(Self.receiptAssignments) WHERE id = ?")
+        try db.cachedStatement(sql: Self.updateReceiptSQL)
             .execute(arguments: StatementArguments(try Self.receiptValues(receipt) + [receipt.id]))
         guard db.changesCount > 0 else {
             throw DatabaseError(resultCode: .SQLITE_ERROR, message: "no receipt \(receipt.id) to update")
@@ -95,19 +95,19 @@ extension CatalogWriter {
     /// Inserts the receipt or replaces its row (a version pulled from the server), keeping its row number.
     public func saveReceipt(_ receipt: Receipt) throws {
         try requireTriggers("saveReceipt")
-        try db.cachedStatement(sql: """
-            INSERT INTO receipts(\(Self.receiptColumns), id) VALUES (\(placeholders(Self.receiptColumnCount + 1)))
-            ON CONFLICT (id) DO UPDATE SET \(Self.receiptColumnNames.map { "\($0) = excluded.\($0)" }.joined(separator: ", "))
-            """).execute(arguments: StatementArguments(try Self.receiptValues(receipt) + [receipt.id]))
+        try db.cachedStatement(sql: Self.saveReceiptSQL)
+            .execute(arguments: StatementArguments([receipt.id] + (try Self.receiptValues(receipt))))
     }
 
-    private static let receiptColumnNames = ["zone", "merchant", "date", "total", "currency", "category", "note", "tags",
-                                             "createdAt", "modifiedAt", "status", "claim", "reimbursedOn"]
-    private static let receiptColumnCount = receiptColumnNames.count
-    private static let receiptColumns = receiptColumnNames.joined(separator: ", ")
-    private static let receiptAssignments = receiptColumnNames.map { "\($0) = ?" }.joined(separator: ", ")
+    // Made once from `Receipt.columnNames` (a sync pull saves thousands of receipts).
+    private static let valueColumns = Receipt.columnNames.dropFirst()
+    private static let updateReceiptSQL = "UPDATE receipts SET \(valueColumns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE id = ?"
+    private static let saveReceiptSQL = """
+        \(insertReceiptSQL)
+        ON CONFLICT (id) DO UPDATE SET \(valueColumns.map { "\($0) = excluded.\($0)" }.joined(separator: ", "))
+        """
 
-    /// The values of `receiptColumnNames`.
+    /// The values of `Receipt.columnNames` but the id, in that order.
     private static func receiptValues(_ r: Receipt) throws -> [(any DatabaseValueConvertible)?] {
         [r.zone, r.merchant, r.date, r.total, r.currency, r.category, r.note, try tagsJSON(r.tags), r.createdAt, r.modifiedAt,
          r.status, r.claim, r.reimbursedOn]

@@ -71,11 +71,8 @@ extension Catalog {
 extension CatalogWriter {
     /// Inserts a new receipt (its `tags` column given as the JSON text GRDB's Codable records write).
     public func insertReceipt(_ r: Receipt, tagsJSON: String) throws {
-        _ = try statements.run(1, """
-            INSERT INTO receipts(id, zone, merchant, date, total, currency, category, note, tags, createdAt, modifiedAt,
-                                 status, claim, reimbursedOn)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, db) {
+        // Bound in the order of `Receipt.columnNames`.
+        _ = try statements.run(1, Self.insertReceiptSQL, db) {
             for text in [r.id, r.zone, r.merchant, r.date, r.total, r.currency, r.category, r.note, tagsJSON] { $0.text(text) }
             $0.int(r.createdAt)
             $0.int(r.modifiedAt)
@@ -83,6 +80,9 @@ extension CatalogWriter {
         }
         ledger?.addedReceipt(r.id, rowid: db.lastInsertedRowID)
     }
+
+    static let insertReceiptSQL =
+        "INSERT INTO receipts(\(Receipt.columnNames.joined(separator: ", "))) VALUES (\(placeholders(Receipt.columnNames.count)))"
 
     /// Attaches a blob (whose row must exist) to a receipt (which must exist); false when the receipt
     /// already holds it. Only the key's conflict is ignored: a missing receipt fails NOT NULL, a missing

@@ -13,8 +13,7 @@ import GRDB
 enum KeptCounts {
     /// A blob that no attachment other than `row`'s names (in an AFTER trigger on attachments).
     private static func alone(_ row: String, _ link: AttachmentLink) -> String {
-        let receipt = link == .id ? "receiptID" : "receiptRow"
-        return "NOT EXISTS (SELECT 1 FROM attachments o WHERE o.sha256 = \(row).sha256 AND o.\(receipt) <> \(row).\(receipt))"
+        "NOT EXISTS (SELECT 1 FROM attachments o WHERE o.sha256 = \(row).sha256 AND o.\(link.column) <> \(row).\(link.column))"
     }
 
     /// A blob that some attachment names.

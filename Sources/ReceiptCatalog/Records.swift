@@ -16,7 +16,6 @@ public func nowMillis() -> Millis {
 /// receipt does not carry, so GRDB's `update`/`save`/`delete` would look for the wrong key; the
 /// catalog writes receipts by id (`CatalogWriter`).
 public struct Receipt: Codable, Sendable, Equatable, FetchableRecord, EncodableRecord {
-    public static let databaseTableName = "receipts"
     public var id: String
     public var zone: String
     public var merchant: String?
@@ -98,7 +97,6 @@ public enum ClaimStatus: String, Sendable, CaseIterable, Codable {
 
 /// A blob attached to a receipt under a file name. A receipt holds a given blob at most once.
 public struct Attachment: Codable, Sendable, Equatable, FetchableRecord {
-    public static let databaseTableName = "attachments"
     public var receiptID: String
     public var sha256: BlobID
     public var filename: String

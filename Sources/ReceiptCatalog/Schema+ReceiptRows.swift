@@ -6,6 +6,17 @@ import GRDB
 enum AttachmentLink {
     case id, row
 
+    /// The column of an attachment row that names its receipt.
+    var column: String { self == .id ? "receiptID" : "receiptRow" }
+
+    /// The rowid of the receipt of attachment `row` (`new` or `old` in a trigger).
+    func receiptRowid(of row: String) -> String {
+        switch self {
+        case .id: return "(SELECT rowid FROM receipts WHERE id = \(row).receiptID)"
+        case .row: return "\(row).receiptRow"
+        }
+    }
+
     /// The condition joining attachments `a` to receipts `r`.
     var join: String {
         switch self {
@@ -29,7 +40,7 @@ enum AttachmentLink {
 /// receipts themselves do: `list` of a month reads a few hundred pages of attachments instead of
 /// most of the table (at a million receipts the join took 56 ms, 10 ms so keyed), and an import
 /// appends attachments instead of inserting each into a random page (the SQL alone, a million rows:
-/// 103 → 82 s). See "Receipt rows" in docs/DESIGN.md.
+/// 103 → 82 s). See "Attachments kept beside their receipts" in docs/DESIGN.md.
 ///
 /// The attachments keep the receipt's id beside its row (not indexed): fsck can still name, and
 /// its repair recreate, a receipt whose row is gone. The row number must be declared, not the

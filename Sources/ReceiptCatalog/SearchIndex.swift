@@ -22,18 +22,10 @@ enum SearchIndex {
 
     /// The index's row of the receipt of attachment `row` (`new` or `old` in a trigger), made again.
     static func refresh(attachment row: String, _ link: AttachmentLink) -> String {
-        switch link {
-        case .id:
-            return """
-                DELETE FROM receiptSearch WHERE rowid = (SELECT rowid FROM receipts WHERE id = \(row).receiptID);
-                \(document(where: "r.id = \(row).receiptID", link))
-                """
-        case .row:
-            return """
-                DELETE FROM receiptSearch WHERE rowid = \(row).receiptRow;
-                \(document(where: "r.rowid = \(row).receiptRow", link))
-                """
-        }
+        """
+        DELETE FROM receiptSearch WHERE rowid = \(link.receiptRowid(of: row));
+        \(document(where: "r.rowid = \(link.receiptRowid(of: row))", link))
+        """
     }
 
     static func refresh(blob expression: String, _ link: AttachmentLink) -> String {
@@ -110,10 +102,8 @@ enum SearchIndex {
     /// by `link` (v4–v7: id; v8: row, `ReceiptRows`).
     static func createTriggers(_ db: Database, _ link: AttachmentLink) throws {
         func pending(attachment row: String) -> String {
-            switch link {
-            case .id: return "INSERT OR IGNORE INTO searchPending(receipt, fresh) SELECT rowid, 0 FROM receipts WHERE id = \(row).receiptID;"
-            case .row: return "INSERT OR IGNORE INTO searchPending(receipt, fresh) VALUES (\(row).receiptRow, 0);"
-            }
+            // Not for a receipt that is gone (the rowid NULL: the key refuses it).
+            "INSERT OR IGNORE INTO searchPending(receipt, fresh) SELECT \(link.receiptRowid(of: row)), 0 WHERE \(link.receiptRowid(of: row)) IS NOT NULL;"
         }
         func pending(blob expression: String) -> String {
             "INSERT OR IGNORE INTO searchPending(receipt, fresh) SELECT receipt, 0 FROM (\(link.receiptRows(ofBlob: expression)));"

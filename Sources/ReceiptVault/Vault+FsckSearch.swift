@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import ReceiptCatalog
 
 extension Vault {
@@ -28,24 +29,20 @@ extension Vault {
                               fix: .recount(found)))
     }
 
-    /// Each attachment names the id of the receipt whose row it is keyed by (a copy kept so that fsck
-    /// can name, and its repair recreate, a receipt whose row is gone; `list` prints files by it).
-    func checkAttachmentIDs(sink: FsckSink) throws {
-        let differing = try catalog.read { db in try Catalog.attachmentIDProblems(db) }
-        guard differing > 0 else { return }
-        let found = differing == 1 ? "1 attachment names a receipt id other than its receipt row's"
-            : "\(differing) attachments name a receipt id other than their receipt row's"
-        sink.emit(FsckProblem(.catalog, path: catalogPath, detail: found + ": run `receipt fsck --repair` to correct them",
-                              fix: .reidentifyAttachments(found)))
-    }
-
-    /// Each attachment's size is its blob's (a copy kept so that listing needs no blob row).
-    func checkAttachmentSizes(sink: FsckSink) throws {
-        let differing = try catalog.read { db in try Catalog.attachmentSizeProblems(db) }
-        guard differing > 0 else { return }
-        let found = differing == 1 ? "1 attachment carries a size other than its blob's"
-            : "\(differing) attachments carry a size other than their blob's"
-        sink.emit(FsckProblem(.catalog, path: catalogPath, detail: found + ": run `receipt fsck --repair` to correct them",
-                              fix: .resizeAttachments(found)))
+    /// The copies each attachment keeps: its receipt's id (so that fsck can name, and its repair
+    /// recreate, a receipt whose row is gone) is that of the receipt whose row it is keyed by, and its
+    /// size (so that listing needs no blob row) is its blob's.
+    func checkAttachmentCopies(sink: FsckSink) throws {
+        func check(_ count: (Database) throws -> Int, one: String, many: String, _ fix: (String) -> FsckFix) throws {
+            let differing = try catalog.read(count)
+            guard differing > 0 else { return }
+            let found = differing == 1 ? "1 " + one : "\(differing) " + many
+            sink.emit(FsckProblem(.catalog, path: catalogPath, detail: found + ": run `receipt fsck --repair` to correct them",
+                                  fix: fix(found)))
+        }
+        try check(Catalog.attachmentSizeProblems, one: "attachment carries a size other than its blob's",
+                  many: "attachments carry a size other than their blob's", FsckFix.resizeAttachments)
+        try check(Catalog.attachmentIDProblems, one: "attachment names a receipt id other than its receipt row's",
+                  many: "attachments name a receipt id other than their receipt row's", FsckFix.reidentifyAttachments)
     }
 }

@@ -250,11 +250,8 @@ extension Vault {
 
     /// Receipts with their attachments (a handful: one query for their files).
     func views(_ db: Database, _ receipts: [Receipt]) throws -> [ReceiptView] {
-        views(receipts, files: try Catalog.files(db, of: receipts.map(\.id)))
-    }
-
-    func views(_ receipts: [Receipt], files: [String: [AttachedFile]]) -> [ReceiptView] {
-        receipts.map { view($0, files[$0.id] ?? []) }
+        let files = try Catalog.files(db, of: receipts.map(\.id))
+        return receipts.map { view($0, files[$0.id] ?? []) }
     }
 
     func view(_ r: Receipt, _ files: [AttachedFile]) -> ReceiptView {

@@ -94,10 +94,7 @@ extension Vault {
                 try vault.checkSearchIndex(quick: options.quick, sink: sink)
                 try vault.checkKeptCounts(quick: options.quick, sink: sink)
                 // A random blob row per attachment: 9 s at a million receipts, a full check's cost.
-                if !options.quick {
-                    try vault.checkAttachmentSizes(sink: sink)
-                    try vault.checkAttachmentIDs(sink: sink)
-                }
+                if !options.quick { try vault.checkAttachmentCopies(sink: sink) }
             } catch let error as CancellationError {
                 throw error
             } catch let error as DatabaseError where error.isDamage {
