@@ -1,5 +1,4 @@
 import BlobStore
-import CSV
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -78,7 +77,7 @@ struct ManifestRecord {
     subscript(_ column: ManifestColumn) -> String? { positions[column.ordinal].map { fields[$0] } }
 }
 
-/// Streams a manifest (RFC 4180 CSV, UTF-8, header row) row by row through CSV.swift, keeping track of
+/// Streams a manifest (RFC 4180 CSV, UTF-8, header row) row by row through CSV.swift (`CSVChunks`), keeping track of
 /// the line each row starts on (CSV.swift does not: quoted fields may span lines). Memory does not
 /// grow with the file.
 final class ManifestReader {
@@ -86,8 +85,8 @@ final class ManifestReader {
     /// The column of each CSV field, in header order.
     let columns: [ManifestColumn]
     private let positions: [Int?]
-    private let reader: CSVReader
-    private let stream: DescriptorInputStream
+    private let rows: CSVChunks
+    private let fd: FileDescriptor
     private var nextLine: Int
 
     /// Opens the manifest and checks its header: known columns only, no duplicates, `path` present.
@@ -97,7 +96,6 @@ final class ManifestReader {
             throw VaultError.bad("cannot read the manifest \(path): no such file")
         }
         guard st.isRegular else { throw VaultError.bad("cannot read the manifest \(path): not a regular file") }
-        let fd: FileDescriptor
         do {
             fd = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK)
         } catch let error as PathError {
@@ -114,15 +112,9 @@ final class ManifestReader {
             fd.close()
             throw VaultError.bad("cannot read the manifest \(path): \(error.message)")
         }
-        stream = DescriptorInputStream(fd)
-        do {
-            reader = try CSVReader(stream: stream, codecType: UTF8.self, hasHeaderRow: false)
-        } catch {
-            throw VaultError.bad("cannot read the manifest \(path): \(Self.describe(error, stream))")
-        }
+        rows = CSVChunks(fd)
         nextLine = 1
-        guard let header = reader.next(), !(header.count == 1 && header[0].isEmpty) else {
-            try Self.check(reader, stream, path: path)
+        guard let header = try Self.fields(rows, path), !(header.count == 1 && header[0].isEmpty) else {
             throw VaultError.bad("the manifest \(path) is empty: expected a header row naming at least the column 'path'")
         }
         nextLine += 1 + Self.newlines(in: header)
@@ -155,7 +147,7 @@ final class ManifestReader {
     /// The next non-blank row, or nil at the end. Throws when the file cannot be read or decoded;
     /// a row with the wrong number of fields comes back as a problem instead.
     func next() throws -> Result<ManifestRecord, ManifestProblem>? {
-        while let fields = reader.next() {
+        while let fields = try Self.fields(rows, path) {
             let line = nextLine
             nextLine += 1 + Self.newlines(in: fields)
             if fields.count == 1 && fields[0].isEmpty { continue }  // a blank line
@@ -165,28 +157,16 @@ final class ManifestReader {
             }
             return .success(ManifestRecord(line: line, fields: fields, positions: positions))
         }
-        try Self.check(reader, stream, path: path, line: nextLine)
         return nil
     }
 
-    /// CSV.swift reports the end of its input as `cannotReadFile`; only the stream knows whether a
-    /// read really failed.
-    private static func check(_ reader: CSVReader, _ stream: DescriptorInputStream, path: String, line: Int? = nil) throws {
-        if let failure = stream.failure {
-            throw VaultError.bad("cannot read the manifest \(path): \(failure.message)")
-        }
-        guard let error = reader.error else { return }
-        if case CSVError.cannotReadFile = error { return }
-        let place = line.map { " near line \($0)" } ?? ""
-        throw VaultError.bad("cannot read the manifest \(path)\(place): \(describe(error, stream))")
-    }
+    deinit { fd.close() }
 
-    private static func describe(_ error: Error, _ stream: DescriptorInputStream) -> String {
-        if let failure = stream.failure { return failure.message }
-        switch error {
-        case CSVError.unicodeDecoding, CSVError.stringEncodingMismatch: return "it is not valid UTF-8 text"
-        case CSVError.stringEndianMismatch: return "it is not UTF-8 text"
-        default: return "\(error)"
+    private static func fields(_ rows: CSVChunks, _ path: String) throws -> [String]? {
+        do {
+            return try rows.next()
+        } catch let error as PathError {
+            throw VaultError.bad("cannot read the manifest \(path): \(error.message)")
         }
     }
 
@@ -245,8 +225,6 @@ final class ManifestReader {
     }
 }
 
-/// An `InputStream` over a file descriptor that remembers a real read error (CSV.swift cannot tell one
-/// from the end of the file) and reports the end of the file as 0, not as an error.
 /// A `ManifestReader` read a chunk of rows ahead, on a thread of its own: parsing (CSV.swift) costs
 /// about as much as checking the rows, and the checks run on the thread that reads the catalog.
 /// Hands the rows out in order, then the reader's error (if any) after the rows before it.
@@ -295,40 +273,5 @@ final class ManifestPrefetch: @unchecked Sendable {
         }
         defer { index += 1 }
         return rows[index]
-    }
-}
-
-final class DescriptorInputStream: InputStream {
-    private let fd: FileDescriptor
-    private var status: Stream.Status = .notOpen
-    private(set) var failure: PathError?
-
-    init(_ fd: FileDescriptor) {
-        self.fd = fd
-        super.init(data: Data())
-    }
-
-    deinit { fd.close() }
-
-    override func open() { status = .open }
-    override func close() { status = .closed }
-    override var streamStatus: Stream.Status { status }
-    override var streamError: Error? { failure }
-    override var hasBytesAvailable: Bool { status == .open }
-
-    override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
-        guard status == .open else { return 0 }
-        do {
-            let n = try fd.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: len))
-            if n == 0 { status = .atEnd }
-            return n
-        } catch let error as PathError {
-            failure = error
-            status = .error
-            return -1
-        } catch {
-            status = .error
-            return -1
-        }
     }
 }

@@ -1,0 +1,50 @@
+import BlobStore
+import Foundation
+import XCTest
+@testable import ReceiptVault
+
+/// `CSVChunks` parses a file a chunk at a time; its rows must be those of parsing the file at once,
+/// wherever the chunks end (inside quoted fields, between CR and LF, in a multi-byte character's line).
+final class CSVChunksTests: XCTestCase {
+    private func rows(of text: String, chunkBytes: Int) throws -> [[String]] {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("chunks-\(UUID().uuidString).csv").path
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let fd = try FileDescriptor.open(path, O_RDONLY)
+        defer { fd.close() }
+        let chunks = CSVChunks(fd, chunkBytes: chunkBytes)
+        var rows: [[String]] = []
+        while let row = try chunks.next() { rows.append(row) }
+        return rows
+    }
+
+    /// Whole (one chunk larger than the file) and cut every few bytes, the same rows; and the whole
+    /// parse is RFC 4180's.
+    func testRowsAreTheSameWhereverChunksEnd() throws {
+        let text = "path,note\r\nfiles/a.txt,\"two\nlines, \"\"quoted\"\"\"\nfiles/é.pdf,plain\n\"x\"\"\",\"\r\n\"\nlast,\"no break\""
+        let expected = [["path", "note"], ["files/a.txt", "two\nlines, \"quoted\""], ["files/é.pdf", "plain"],
+                        ["x\"", "\r\n"], ["last", "no break"]]
+        XCTAssertEqual(try rows(of: text, chunkBytes: 1 << 20), expected)
+        for size in [1, 2, 3, 5, 8, 13, 64] {
+            XCTAssertEqual(try rows(of: text, chunkBytes: size), expected, "chunks of \(size) bytes")
+        }
+    }
+
+    /// Text of random quotes, commas, breaks and letters (quotes unpaired as often as not): cut
+    /// anywhere, the rows stay those of the whole text.
+    func testRandomTextParsesAsAWhole() throws {
+        let alphabet: [String] = ["a", "b", ",", "\"", "\"", "\n", "\r", "\r\n", "é", " "]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func random(_ n: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(n))
+        }
+        for round in 0..<25 {
+            let text = (0..<(40 + random(400))).map { _ in alphabet[random(alphabet.count)] }.joined()
+            let whole = try rows(of: text, chunkBytes: 1 << 20)
+            for size in [1, 4, 9, 32] {
+                XCTAssertEqual(try rows(of: text, chunkBytes: size), whole, "round \(round), chunks of \(size): \(text.debugDescription)")
+            }
+        }
+    }
+}
