@@ -114,6 +114,24 @@ final class IngestSpanTests: XCTestCase {
         XCTAssertEqual(try receipts(), 20)
     }
 
+    /// A caller that stops the ingest from its report keeps what committed and hears of nothing more:
+    /// the batch written after the last commit is rolled back.
+    func testACallerThatStopsWhileReportingKeepsOnlyTheSpansCommittedBefore() throws {
+        struct Stop: Error {}
+        let inputs = try files(100)
+        var reported: [Int] = []
+        XCTAssertThrowsError(try vault.locked(.shared) {
+            try vault.ingest(inputs, budget: budget, source: { .file($0) }, rows: Self.receiptRows) { _, done in
+                reported.append(done)
+                if done == 50 { throw Stop() }
+            }
+        }) { XCTAssertTrue($0 is Stop, "\($0)") }
+        XCTAssertEqual(reported, [10, 20, 30, 40, 50])
+        XCTAssertEqual(try receipts(), 60, "the two spans that committed, not the batch handed to the third")
+        let outbox = try vault.catalog.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM changes") }
+        XCTAssertEqual(outbox, 60)
+    }
+
     /// Work handed to a span whose transaction already ended (its batch before failed) never runs:
     /// it is told why, and the span's commit fails with the first batch's error, its rows gone.
     func testWorkHandedToASpanThatEndedIsAbandonedWithTheReason() throws {
