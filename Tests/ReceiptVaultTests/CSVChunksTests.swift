@@ -7,6 +7,10 @@ import XCTest
 /// wherever the chunks end (inside quoted fields, between CR and LF, in a multi-byte character's line).
 final class CSVChunksTests: XCTestCase {
     private func rows(of text: String, chunkBytes: Int) throws -> [[String]] {
+        try rowsAndParses(of: text, chunkBytes: chunkBytes).rows
+    }
+
+    private func rowsAndParses(of text: String, chunkBytes: Int) throws -> (rows: [[String]], parses: Int) {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("chunks-\(UUID().uuidString).csv").path
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -15,7 +19,7 @@ final class CSVChunksTests: XCTestCase {
         let chunks = CSVChunks(fd, chunkBytes: chunkBytes)
         var rows: [[String]] = []
         while let row = try chunks.next() { rows.append(row) }
-        return rows
+        return (rows, chunks.parses)
     }
 
     /// Whole (one chunk larger than the file) and cut every few bytes, the same rows; and the whole
@@ -46,5 +50,18 @@ final class CSVChunksTests: XCTestCase {
                 XCTAssertEqual(try rows(of: text, chunkBytes: size), whole, "round \(round), chunks of \(size): \(text.debugDescription)")
             }
         }
+    }
+
+    /// A quote that never closes makes every later break fall inside its field: the tries to cut
+    /// there go at least twice as far each time, so 4,000 such lines are parsed a handful of times,
+    /// not once per line, and still give the rows of the whole.
+    func testAnUnclosedQuoteIsParsedABoundedNumberOfTimes() throws {
+        let text = "path,note\nx,\"open\n" + String(repeating: "a,b\n", count: 4000) + "end\n"
+        let whole = try rowsAndParses(of: text, chunkBytes: 1 << 20)
+        XCTAssertEqual(whole.parses, 1)
+        XCTAssertEqual(whole.rows.count, 2, "the header, and one row whose field runs to the end")
+        let cut = try rowsAndParses(of: text, chunkBytes: 64)
+        XCTAssertEqual(cut.rows, whole.rows)
+        XCTAssertLessThanOrEqual(cut.parses, 16, "parsed \(cut.parses) times")
     }
 }

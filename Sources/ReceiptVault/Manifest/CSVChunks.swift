@@ -7,7 +7,7 @@ import CSV
 /// a line break, and only where CSV.swift, too, ends a row there: the text is parsed with one more
 /// line after it, `CSVChunks.sentinel`, which comes back as a row of its own exactly when the break
 /// ended a row (inside a quoted field it would be part of that field). Otherwise the chunk is parsed
-/// again to a later break. The rows are those of parsing the whole file at once; memory holds one
+/// again to a break at least twice as far. The rows are those of parsing the whole file at once; memory holds one
 /// chunk (and a field longer than a chunk, as CSV.swift's own buffer would).
 final class CSVChunks {
     /// Bytes read per chunk (about 330 manifest rows: less than `ManifestPrefetch` reads ahead, so
@@ -20,6 +20,8 @@ final class CSVChunks {
     private var rows: [[String]] = []
     private var index = 0
     private var atEnd = false
+    /// Texts handed to CSV.swift so far.
+    private(set) var parses = 0
 
     init(_ fd: FileDescriptor, chunkBytes: Int = 64 << 10) {
         self.fd = fd
@@ -36,33 +38,36 @@ final class CSVChunks {
         return rows[index]
     }
 
-    /// Parses the next chunk's rows into `rows`.
+    /// Parses the next chunk's rows into `rows`. A cut that falls inside a quoted field (or a line
+    /// longer than what was read) sends the next try at least twice as far, so a file of such rows
+    /// is parsed a bounded number of times over (`parses` counts them), never once per line.
     private func parseChunk() throws {
         rows = []
         index = 0
-        var searchFrom = 0
+        var floor = 0  // the cut must fall past this
+        var want = chunkBytes  // bytes to have read
         while true {
-            if !atEnd && pending.count - searchFrom < chunkBytes { try readMore() }
-            if atEnd, lastBreak(after: searchFrom) == nil || pending.count - searchFrom <= chunkBytes {
+            while !atEnd && pending.count < want { try readMore() }
+            if atEnd, pending.count - floor <= chunkBytes || lastBreak(after: floor) == nil {
                 // The rest of the file: parsed as it is, as a stream would be.
-                rows = Self.parse(pending[...], sentinel: false)
+                rows = parse(pending[...], sentinel: false)
                 pending = []
                 return
             }
-            guard let cut = cut(after: searchFrom) else {
-                // No break in what was read: a row (or a field) longer than a chunk.
-                searchFrom = pending.count
-                continue
+            if let cut = cut(after: floor) {
+                var parsed = parse(pending[..<cut], sentinel: true)
+                if parsed.last == [Self.sentinel] {
+                    parsed.removeLast()
+                    rows = parsed
+                    pending.removeSubrange(..<cut)
+                    return
+                }
+                // The break is inside a quoted field (its quotes are not paired as RFC 4180 pairs them).
+                floor = 2 * cut
+            } else {
+                floor = pending.count
             }
-            var parsed = Self.parse(pending[..<cut], sentinel: true)
-            if parsed.last == [Self.sentinel] {
-                parsed.removeLast()
-                rows = parsed
-                pending.removeSubrange(..<cut)
-                return
-            }
-            // The break is inside a quoted field (its quotes are not paired as RFC 4180 pairs them).
-            searchFrom = cut
+            want = max(2 * want, floor + chunkBytes)
         }
     }
 
@@ -96,12 +101,13 @@ final class CSVChunks {
     }
 
     private func lastBreak(after from: Int) -> Int? {
-        pending[from...].lastIndex(of: 0x0A)
+        from < pending.count ? pending[from...].lastIndex(of: 0x0A) : nil
     }
 
     /// CSV.swift's rows of `bytes` (valid UTF-8: the manifest was checked), and of one more line,
     /// `sentinel`, when asked.
-    private static func parse(_ bytes: ArraySlice<UInt8>, sentinel: Bool) -> [[String]] {
+    private func parse(_ bytes: ArraySlice<UInt8>, sentinel: Bool) -> [[String]] {
+        parses += 1
         var text = String(decoding: bytes, as: UTF8.self)
         if sentinel { text += Self.sentinel }
         guard let reader = try? CSVReader(string: text, hasHeaderRow: false) else { return [] }
