@@ -14,9 +14,7 @@ final class CSVChunksTests: XCTestCase {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("chunks-\(UUID().uuidString).csv").path
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let fd = try FileDescriptor.open(path, O_RDONLY)
-        defer { fd.close() }
-        let chunks = CSVChunks(fd, chunkBytes: chunkBytes)
+        let chunks = CSVChunks(try FileDescriptor.open(path, O_RDONLY), chunkBytes: chunkBytes)
         var rows: [[String]] = []
         while let row = try chunks.next() { rows.append(row) }
         return (rows, chunks.parses)
@@ -63,5 +61,28 @@ final class CSVChunksTests: XCTestCase {
         let cut = try rowsAndParses(of: text, chunkBytes: 64)
         XCTAssertEqual(cut.rows, whole.rows)
         XCTAssertLessThanOrEqual(cut.parses, 16, "parsed \(cut.parses) times")
+    }
+
+    /// The chunks own the manifest's descriptor: a manifest refused at its header (empty, an unknown
+    /// column) or read to its end leaves no file open.
+    func testManifestsReadOrRefusedLeaveNoFileOpen() throws {
+        func openFiles() throws -> Int { try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chunks-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let texts = ["", "path,colour\nx,red\n", "path,note\nfiles/a.txt,fine\n"]
+        let paths = try texts.enumerated().map { i, text in
+            let path = folder.appendingPathComponent("m\(i).csv").path
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+        let before = try openFiles()
+        for _ in 0..<20 {
+            for path in paths {
+                guard let reader = try? ManifestReader(path: path) else { continue }
+                while try reader.next() != nil {}
+            }
+        }
+        XCTAssertEqual(try openFiles(), before)
     }
 }

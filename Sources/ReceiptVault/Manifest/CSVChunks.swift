@@ -23,10 +23,13 @@ final class CSVChunks {
     /// Texts handed to CSV.swift so far.
     private(set) var parses = 0
 
+    /// Takes `fd` over: it is closed when the chunks go.
     init(_ fd: FileDescriptor, chunkBytes: Int = 64 << 10) {
         self.fd = fd
         self.chunkBytes = max(1, chunkBytes)
     }
+
+    deinit { fd.close() }
 
     /// The next row, nil after the last. Throws `PathError` when the file cannot be read.
     func next() throws -> [String]? {

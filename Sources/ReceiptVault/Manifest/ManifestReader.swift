@@ -86,7 +86,6 @@ final class ManifestReader {
     let columns: [ManifestColumn]
     private let positions: [Int?]
     private let rows: CSVChunks
-    private let fd: FileDescriptor
     private var nextLine: Int
 
     /// Opens the manifest and checks its header: known columns only, no duplicates, `path` present.
@@ -96,6 +95,7 @@ final class ManifestReader {
             throw VaultError.bad("cannot read the manifest \(path): no such file")
         }
         guard st.isRegular else { throw VaultError.bad("cannot read the manifest \(path): not a regular file") }
+        let fd: FileDescriptor
         do {
             fd = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK)
         } catch let error as PathError {
@@ -112,6 +112,7 @@ final class ManifestReader {
             fd.close()
             throw VaultError.bad("cannot read the manifest \(path): \(error.message)")
         }
+        // Closed with the chunks, whether this ends well or not.
         rows = CSVChunks(fd)
         nextLine = 1
         guard let header = try Self.fields(rows, path), !(header.count == 1 && header[0].isEmpty) else {
@@ -159,8 +160,6 @@ final class ManifestReader {
         }
         return nil
     }
-
-    deinit { fd.close() }
 
     private static func fields(_ rows: CSVChunks, _ path: String) throws -> [String]? {
         do {
