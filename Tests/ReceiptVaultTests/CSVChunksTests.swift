@@ -11,13 +11,18 @@ final class CSVChunksTests: XCTestCase {
     }
 
     private func rowsAndParses(of text: String, chunkBytes: Int) throws -> (rows: [[String]], parses: Int) {
+        let read = try chunks(of: Data(text.utf8), chunkBytes: chunkBytes)
+        return (read.rows, read.chunks.parses)
+    }
+
+    private func chunks(of data: Data, chunkBytes: Int) throws -> (rows: [[String]], chunks: CSVChunks) {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("chunks-\(UUID().uuidString).csv").path
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        try data.write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let chunks = CSVChunks(try FileDescriptor.open(path, O_RDONLY), chunkBytes: chunkBytes)
         var rows: [[String]] = []
         while let row = try chunks.next() { rows.append(row) }
-        return (rows, chunks.parses)
+        return (rows, chunks)
     }
 
     /// Whole (one chunk larger than the file) and cut every few bytes, the same rows; and the whole
@@ -84,5 +89,34 @@ final class CSVChunksTests: XCTestCase {
             }
         }
         XCTAssertEqual(try openFiles(), before)
+    }
+
+    /// A byte-order mark at the start is dropped, as CSV.swift's stream reader drops it: a quoted
+    /// first header stays quoted, whatever the chunks.
+    func testAByteOrderMarkIsDropped() throws {
+        let text = "\u{FEFF}\"path\",note\nx,y\n"
+        for size in [1, 2, 3, 5, 64, 1 << 20] {
+            XCTAssertEqual(try rows(of: text, chunkBytes: size), [["path", "note"], ["x", "y"]], "chunks of \(size)")
+        }
+    }
+
+    /// One stray quote (kept as text by CSV.swift) shifts the count of quotes by one for the rest of
+    /// the file; with quoted fields that span lines after it, the breaks with an even count are then
+    /// inside those fields. The chunks still end at rows' ends, near their size, and hold little.
+    func testAStrayQuoteDoesNotMakeTheChunksGrow() throws {
+        let text = "path,note\nx,12\" ruler\n" + String(repeating: "f,\"two\nlines\"\n", count: 2000)
+        let whole = try rows(of: text, chunkBytes: 1 << 20)
+        XCTAssertEqual(whole.count, 2002)
+        XCTAssertEqual(whole[1], ["x", "12\" ruler"])
+        let read = try chunks(of: Data(text.utf8), chunkBytes: 256)
+        XCTAssertEqual(read.rows, whole)
+        XCTAssertLessThanOrEqual(read.chunks.mostPending, 1024, "held \(read.chunks.mostPending) bytes of a \(text.utf8.count)-byte file")
+    }
+
+    /// Bytes that are not UTF-8 (the file changed after it was checked) are refused, not replaced.
+    func testBytesThatAreNotUTF8AreRefused() throws {
+        XCTAssertThrowsError(try chunks(of: Data([0x61, 0x2C, 0xFF, 0x0A, 0x62, 0x0A]), chunkBytes: 64)) {
+            XCTAssertTrue($0 is CSVChunks.NotUTF8, "\($0)")
+        }
     }
 }

@@ -20,8 +20,11 @@ final class CSVChunks {
     private var rows: [[String]] = []
     private var index = 0
     private var atEnd = false
-    /// Texts handed to CSV.swift so far.
+    /// The file's first bytes were read (and a byte-order mark dropped).
+    private var startRead = false
+    /// Texts handed to CSV.swift so far, and the most bytes held unparsed at once.
     private(set) var parses = 0
+    private(set) var mostPending = 0
 
     /// Takes `fd` over: it is closed when the chunks go.
     init(_ fd: FileDescriptor, chunkBytes: Int = 64 << 10) {
@@ -41,9 +44,12 @@ final class CSVChunks {
         return rows[index]
     }
 
-    /// Parses the next chunk's rows into `rows`. A cut that falls inside a quoted field (or a line
-    /// longer than what was read) sends the next try at least twice as far, so a file of such rows
-    /// is parsed a bounded number of times over (`parses` counts them), never once per line.
+    /// Parses the next chunk's rows into `rows`. The chunk ends at the last line break with an even
+    /// count of quotes before it (outside quotes, as RFC 4180 pairs them) or, when CSV.swift does not
+    /// end a row there, at the last one with an odd count (a stray quote in an unquoted field, which
+    /// CSV.swift keeps as text, shifts the count by one). When neither is a row's end, or there is no
+    /// break at all, the next try goes at least twice as far: a file of such rows is parsed a bounded
+    /// number of times over (`parses` counts them), never once per line.
     private func parseChunk() throws {
         rows = []
         index = 0
@@ -53,28 +59,27 @@ final class CSVChunks {
             while !atEnd && pending.count < want { try readMore() }
             if atEnd, pending.count - floor <= chunkBytes || lastBreak(after: floor) == nil {
                 // The rest of the file: parsed as it is, as a stream would be.
-                rows = parse(pending[...], sentinel: false)
+                rows = try parse(pending[...], sentinel: false)
                 pending = []
                 return
             }
-            if let cut = cut(after: floor) {
-                var parsed = parse(pending[..<cut], sentinel: true)
+            let (even, odd) = cuts(after: floor)
+            for cut in [even, odd].compactMap({ $0 }) {
+                var parsed = try parse(pending[..<cut], sentinel: true)
                 if parsed.last == [Self.sentinel] {
                     parsed.removeLast()
                     rows = parsed
                     pending.removeSubrange(..<cut)
                     return
                 }
-                // The break is inside a quoted field (its quotes are not paired as RFC 4180 pairs them).
-                floor = 2 * cut
-            } else {
-                floor = pending.count
             }
+            floor = even == nil && odd == nil ? pending.count : 2 * max(even ?? 0, odd ?? 0)
             want = max(2 * want, floor + chunkBytes)
         }
     }
 
-    /// Reads another chunk's bytes onto `pending`, or notes the end of the file.
+    /// Reads another chunk's bytes onto `pending`, or notes the end of the file. A byte-order mark at
+    /// the start of the file is dropped, as CSV.swift's stream reader drops it.
     private func readMore() throws {
         let start = pending.count
         pending.append(contentsOf: repeatElement(0, count: chunkBytes))
@@ -82,40 +87,46 @@ final class CSVChunks {
             try fd.readFully(into: UnsafeMutableRawBufferPointer(rebasing: buffer[start...]))
         }
         pending.removeSubrange((start + n)...)
+        mostPending = max(mostPending, pending.count)
         if n < chunkBytes { atEnd = true }
+        if !startRead && (pending.count >= 3 || atEnd) {
+            startRead = true
+            if pending.starts(with: [0xEF, 0xBB, 0xBF]) { pending.removeFirst(3) }
+        }
     }
 
-    /// Where to end a chunk: after the last line break past `from` with an even count of quotes
-    /// before it (outside quotes, as RFC 4180 pairs them), or else after the first break past `from`.
-    private func cut(after from: Int) -> Int? {
+    /// The last line break past `from` with an even count of quotes before it, and the last with an
+    /// odd count (each as the offset just after it).
+    private func cuts(after from: Int) -> (even: Int?, odd: Int?) {
         var quotes = 0
-        var evenBreak: Int?
-        var firstBreak: Int?
+        var even: Int?, odd: Int?
         for i in pending.indices {
             let byte = pending[i]
             if byte == 0x22 {
                 quotes += 1
             } else if byte == 0x0A && i >= from {
-                if firstBreak == nil { firstBreak = i + 1 }
-                if quotes % 2 == 0 { evenBreak = i + 1 }
+                if quotes % 2 == 0 { even = i + 1 } else { odd = i + 1 }
             }
         }
-        return evenBreak ?? firstBreak
+        return (even, odd)
     }
 
     private func lastBreak(after from: Int) -> Int? {
         from < pending.count ? pending[from...].lastIndex(of: 0x0A) : nil
     }
 
-    /// CSV.swift's rows of `bytes` (valid UTF-8: the manifest was checked), and of one more line,
-    /// `sentinel`, when asked.
-    private func parse(_ bytes: ArraySlice<UInt8>, sentinel: Bool) -> [[String]] {
+    /// CSV.swift's rows of `bytes`, and of one more line, `sentinel`, when asked. The manifest was
+    /// checked to be UTF-8 before; bytes that are not (the file changed since) are refused, not
+    /// replaced.
+    private func parse(_ bytes: ArraySlice<UInt8>, sentinel: Bool) throws -> [[String]] {
         parses += 1
-        var text = String(decoding: bytes, as: UTF8.self)
+        guard var text = String(validating: bytes, as: UTF8.self) else { throw NotUTF8() }
         if sentinel { text += Self.sentinel }
         guard let reader = try? CSVReader(string: text, hasHeaderRow: false) else { return [] }
         var rows: [[String]] = []
         while let row = reader.next() { rows.append(row) }
         return rows
     }
+
+    struct NotUTF8: Error {}
 }

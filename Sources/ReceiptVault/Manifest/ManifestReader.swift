@@ -164,6 +164,8 @@ final class ManifestReader {
     private static func fields(_ rows: CSVChunks, _ path: String) throws -> [String]? {
         do {
             return try rows.next()
+        } catch is CSVChunks.NotUTF8 {
+            throw VaultError.bad("cannot read the manifest \(path): it is not valid UTF-8 text")
         } catch let error as PathError {
             throw VaultError.bad("cannot read the manifest \(path): \(error.message)")
         }
