@@ -6,8 +6,8 @@ import CSV
 /// parses the same rows in half the time (a 100,000-row manifest: 1.56 → 0.85 s). A chunk ends after
 /// a line break, and only where CSV.swift, too, ends a row there: the text is parsed with one more
 /// line after it, `CSVChunks.sentinel`, which comes back as a row of its own exactly when the break
-/// ended a row (inside a quoted field it would be part of that field). Otherwise the chunk is parsed
-/// again to a break at least twice as far. The rows are those of parsing the whole file at once; memory holds one
+/// ended a row (inside a quoted field it would be part of that field). Otherwise another break is
+/// tried (`parseChunk`). The rows are those of parsing the whole file at once; memory holds one
 /// chunk (and a field longer than a chunk, as CSV.swift's own buffer would).
 final class CSVChunks {
     /// Bytes read per chunk (about 330 manifest rows: less than `ManifestPrefetch` reads ahead, so
@@ -34,7 +34,8 @@ final class CSVChunks {
 
     deinit { fd.close() }
 
-    /// The next row, nil after the last. Throws `PathError` when the file cannot be read.
+    /// The next row, nil after the last. Throws `PathError` when the file cannot be read, `NotUTF8`
+    /// when its bytes are not UTF-8.
     func next() throws -> [String]? {
         while index == rows.count {
             if atEnd && pending.isEmpty { return nil }
