@@ -210,6 +210,17 @@ final class ManifestTests: CLITestCase {
         try assertRefused(["import", "--manifest", path], mentioning: ":3: merchant 'Other' differs from 'Acme'")
     }
 
+    /// A manifest saved as "CSV UTF-8" by a spreadsheet starts with a byte-order mark, its header
+    /// quoted or not.
+    func testAByteOrderMarkBeforeTheHeaderIsIgnored() throws {
+        for header in ["\"path\",\"merchant\"", "path,merchant"] {
+            let path = try manifest("\u{FEFF}" + header + "\ntill.txt,Corner Shop\n", name: "bom.csv")
+            let r = try receipt("import", "--manifest", path, "--no-index")
+            XCTAssertEqual(r.status, 0, r.stderr)
+        }
+        XCTAssertEqual(try list().compactMap { $0["merchant"] as? String }, ["Corner Shop"])
+    }
+
     func testCRLFLineEndingsAndLineNumbersAfterQuotedNewlines() throws {
         let path = try manifest("path,note\r\ntill.txt,\"a\r\nb\r\nc\"\r\nmissing.pdf,x\r\n")
         try assertRefused(["import", "--manifest", path], mentioning: ":5: no such file: missing.pdf")

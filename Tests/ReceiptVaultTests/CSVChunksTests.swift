@@ -118,5 +118,11 @@ final class CSVChunksTests: XCTestCase {
         XCTAssertThrowsError(try chunks(of: Data([0x61, 0x2C, 0xFF, 0x0A, 0x62, 0x0A]), chunkBytes: 64)) {
             XCTAssertTrue($0 is CSVChunks.NotUTF8, "\($0)")
         }
+        // On its line of the chunk, whichever chunk it falls in.
+        for size in [4, 64] {
+            XCTAssertThrowsError(try chunks(of: Data("a,b\nc,d\n\"e\nf".utf8 + [0xE9] + Array("\"\n".utf8)), chunkBytes: size)) {
+                XCTAssertEqual(($0 as? CSVChunks.NotUTF8)?.line, size == 64 ? 4 : 2, "chunks of \(size): \($0)")
+            }
+        }
     }
 }

@@ -35,7 +35,7 @@ final class CSVChunks {
     deinit { fd.close() }
 
     /// The next row, nil after the last. Throws `PathError` when the file cannot be read, `NotUTF8`
-    /// when its bytes are not UTF-8.
+    /// (on a line of the chunk that starts with this row) when its bytes are not UTF-8.
     func next() throws -> [String]? {
         while index == rows.count {
             if atEnd && pending.isEmpty { return nil }
@@ -116,12 +116,12 @@ final class CSVChunks {
         from < pending.count ? pending[from...].lastIndex(of: 0x0A) : nil
     }
 
-    /// CSV.swift's rows of `bytes`, and of one more line, `sentinel`, when asked. The manifest was
-    /// checked to be UTF-8 before; bytes that are not (the file changed since) are refused, not
-    /// replaced.
+    /// CSV.swift's rows of `bytes`, and of one more line, `sentinel`, when asked. Bytes that are not
+    /// UTF-8 are refused (CSV.swift's stream reader ended a row there and went on without a word; a
+    /// `String` would replace them): checked here, on the text CSV.swift gets, not in a pass before.
     private func parse(_ bytes: ArraySlice<UInt8>, sentinel: Bool) throws -> [[String]] {
         parses += 1
-        guard var text = String(validating: bytes, as: UTF8.self) else { throw NotUTF8() }
+        guard var text = String(validating: bytes, as: UTF8.self) else { throw NotUTF8(line: Self.firstLineNotUTF8(bytes)) }
         if sentinel { text += Self.sentinel }
         guard let reader = try? CSVReader(string: text, hasHeaderRow: false) else { return [] }
         var rows: [[String]] = []
@@ -129,5 +129,18 @@ final class CSVChunks {
         return rows
     }
 
-    struct NotUTF8: Error {}
+    /// The first bytes that are not UTF-8 are on `line` of the chunk (1: its first, lines counted by LF).
+    struct NotUTF8: Error {
+        let line: Int
+    }
+
+    private static func firstLineNotUTF8(_ bytes: ArraySlice<UInt8>) -> Int {
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = bytes.makeIterator()
+        var line = 1
+        while case .valid(let scalar) = parser.parseScalar(from: &iterator) {
+            if scalar.count == 1 && scalar.first == 0x0A { line += 1 }
+        }
+        return line
+    }
 }

@@ -101,21 +101,10 @@ final class ManifestReader {
         } catch let error as PathError {
             throw VaultError.bad("cannot read the manifest \(path): \(error.message)")
         }
-        do {
-            // CSV.swift ends a row at bytes that are not UTF-8 and goes on without a word: refuse them first.
-            if let line = try Self.firstLineNotUTF8(fd) {
-                fd.close()
-                throw VaultError.bad("cannot read the manifest \(path) near line \(line): it is not valid UTF-8 text")
-            }
-            try fd.seek(to: 0)
-        } catch let error as PathError {
-            fd.close()
-            throw VaultError.bad("cannot read the manifest \(path): \(error.message)")
-        }
         // Closed with the chunks, whether this ends well or not.
         rows = CSVChunks(fd)
         nextLine = 1
-        guard let header = try Self.fields(rows, path), !(header.count == 1 && header[0].isEmpty) else {
+        guard let header = try Self.fields(rows, path, line: nextLine), !(header.count == 1 && header[0].isEmpty) else {
             throw VaultError.bad("the manifest \(path) is empty: expected a header row naming at least the column 'path'")
         }
         nextLine += 1 + Self.newlines(in: header)
@@ -123,9 +112,9 @@ final class ManifestReader {
         var columns: [ManifestColumn] = []
         var problems: [ManifestProblem] = []
         let known = ManifestColumn.allCases.map(\.rawValue).joined(separator: ", ")
-        for (index, raw) in header.enumerated() {
-            var name = raw.trimmingCharacters(in: .whitespaces).lowercased()
-            if index == 0, name.hasPrefix("\u{FEFF}") { name.removeFirst() }
+        for raw in header {
+            // A byte-order mark before it is gone already (`CSVChunks`).
+            let name = raw.trimmingCharacters(in: .whitespaces).lowercased()
             guard let column = ManifestColumn(rawValue: name) else {
                 problems.append(ManifestProblem(line: 1, message: "unknown column '\(raw)' (known columns: \(known))"))
                 continue
@@ -148,7 +137,7 @@ final class ManifestReader {
     /// The next non-blank row, or nil at the end. Throws when the file cannot be read or decoded;
     /// a row with the wrong number of fields comes back as a problem instead.
     func next() throws -> Result<ManifestRecord, ManifestProblem>? {
-        while let fields = try Self.fields(rows, path) {
+        while let fields = try Self.fields(rows, path, line: nextLine) {
             let line = nextLine
             nextLine += 1 + Self.newlines(in: fields)
             if fields.count == 1 && fields[0].isEmpty { continue }  // a blank line
@@ -161,47 +150,15 @@ final class ManifestReader {
         return nil
     }
 
-    private static func fields(_ rows: CSVChunks, _ path: String) throws -> [String]? {
+    /// The next row's fields; `line` is the line it starts on.
+    private static func fields(_ rows: CSVChunks, _ path: String, line: Int) throws -> [String]? {
         do {
             return try rows.next()
-        } catch is CSVChunks.NotUTF8 {
-            throw VaultError.bad("cannot read the manifest \(path): it is not valid UTF-8 text")
+        } catch let error as CSVChunks.NotUTF8 {
+            // A chunk starts with the row asked for: its lines follow this one.
+            throw VaultError.bad("cannot read the manifest \(path) near line \(line + error.line - 1): it is not valid UTF-8 text")
         } catch let error as PathError {
             throw VaultError.bad("cannot read the manifest \(path): \(error.message)")
-        }
-    }
-
-    /// The line (counting LFs) holding the first bytes that are not UTF-8, or nil; reads the file once.
-    static func firstLineNotUTF8(_ fd: FileDescriptor) throws -> Int? {
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-        defer { chunk.deallocate() }
-        var carry: [UInt8] = []
-        var line = 1
-        while true {
-            let n = try fd.readFully(into: chunk)
-            var bytes = carry + UnsafeRawBufferPointer(rebasing: chunk[..<n])
-            carry = []
-            if n == chunk.count {
-                // Keep a code point cut by the chunk's end for the next round.
-                var cut = bytes.count
-                while cut > 0 && bytes.count - cut < 3 && bytes[cut - 1] & 0xC0 == 0x80 { cut -= 1 }
-                if cut > 0 && bytes[cut - 1] >= 0xC0 { cut -= 1 } else { cut = bytes.count }
-                carry = Array(bytes[cut...])
-                bytes.removeSubrange(cut...)
-            }
-            var parser = Unicode.UTF8.ForwardParser()
-            var iterator = bytes.makeIterator()
-            parsing: while true {
-                switch parser.parseScalar(from: &iterator) {
-                case .valid(let scalar):
-                    if scalar.count == 1 && scalar.first == 0x0A { line += 1 }
-                case .emptyInput:
-                    break parsing
-                case .error:
-                    return line
-                }
-            }
-            if n < chunk.count { return nil }
         }
     }
 
