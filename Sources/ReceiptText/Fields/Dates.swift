@@ -1,0 +1,257 @@
+import Foundation
+
+/// Which number comes first in a date printed with two numbers of 12 or less (`03/04/2025`).
+public enum DateOrder: String, Sendable, Equatable {
+    case dayFirst, monthFirst
+
+    /// The order a locale's people write (`en-US` month first; `de-DE`, `en-GB`, `en-MY`, `fr-FR` day first).
+    public init?(locale: String) {
+        let parts = locale.split(whereSeparator: { $0 == "-" || $0 == "_" }).map { $0.uppercased() }
+        guard let language = parts.first, language.count == 2 || language.count == 3 else { return nil }
+        let region = parts.count > 1 ? parts[parts.count - 1] : ""
+        self = ["US", "PH", "FM", "MH", "PW", "BZ"].contains(region) ? .monthFirst : .dayFirst
+    }
+}
+
+/// A calendar day, `YYYY-MM-DD` when printed.
+public struct Day: Sendable, Equatable, Hashable, Comparable, CustomStringConvertible {
+    public let year: Int, month: Int, day: Int
+
+    public init?(year: Int, month: Int, day: Int) {
+        guard (2000...2099).contains(year), (1...12).contains(month), (1...Day.length(month, year)).contains(day) else { return nil }
+        self.year = year
+        self.month = month
+        self.day = day
+    }
+
+    public var description: String {
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(year)-\(two(month))-\(two(day))"
+    }
+
+    public static func < (a: Day, b: Day) -> Bool { (a.year, a.month, a.day) < (b.year, b.month, b.day) }
+
+    /// Today in UTC.
+    public static var today: Day {
+        let days = Int(Date().timeIntervalSince1970 / 86_400)
+        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+        let z = days + 719_468, era = (z >= 0 ? z : z - 146_096) / 146_097, doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365, doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9
+        return Day(year: yoe + era * 400 + (m <= 2 ? 1 : 0), month: m, day: d) ?? Day(year: 2099, month: 12, day: 31)!
+    }
+
+    static func length(_ month: Int, _ year: Int) -> Int {
+        switch month {
+        case 2: return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+}
+
+/// One date printed in a line, as each order reads it: a date whose print settles its order (a year
+/// first, a month's name, a number over 12) has one reading; `03/04/2025` has two.
+public struct PrintedDate: Sendable, Equatable {
+    public var dayFirst: Day?
+    public var monthFirst: Day?
+
+    /// The day, when the print alone settles it.
+    public var settled: Day? {
+        switch (dayFirst, monthFirst) {
+        case let (a?, b?): return a == b ? a : nil
+        case let (a?, nil): return a
+        case let (nil, b?): return b
+        default: return nil
+        }
+    }
+
+    /// The order this print proves, if it proves one (`28/12/2017` proves day first).
+    public var provenOrder: DateOrder? {
+        guard numeric, settled != nil else { return nil }
+        if dayFirst != nil, monthFirst == nil { return .dayFirst }
+        if monthFirst != nil, dayFirst == nil { return .monthFirst }
+        return nil
+    }
+
+    /// Two numbers and a year, in an order the print does not say (not year first, no month name).
+    var numeric = false
+
+    public func reading(_ order: DateOrder) -> Day? {
+        settled ?? (order == .dayFirst ? dayFirst : monthFirst)
+    }
+}
+
+/// Finds dates printed in a line: `25/12/2018`, `12-01-19`, `2017-12-28`, `2018/03/05`, `06.03.2018`,
+/// `05 MAR 2018`, `14-Mar-18`, `05/MAR/2018`, `Jan 12, 2019`, `12. März 2024`, `12 OGOS 2018`.
+public enum DateScanner {
+    enum Token: Equatable {
+        case number(String), word(String), separator(Character), space
+    }
+
+    public static func dates(in line: String) -> [PrintedDate] {
+        let tokens = tokenize(line.uppercased())
+        var found: [PrintedDate] = []
+        var index = 0
+        while index < tokens.count {
+            if let (date, used) = match(tokens, at: index) {
+                found.append(date)
+                index += used
+            } else {
+                index += 1
+            }
+        }
+        return found
+    }
+
+    static func tokenize(_ text: String) -> [Token] {
+        var tokens: [Token] = []
+        var current = ""
+        var currentIsNumber = false
+        func flush() {
+            guard !current.isEmpty else { return }
+            tokens.append(currentIsNumber ? .number(current) : .word(current))
+            current = ""
+        }
+        for c in text {
+            if c.isASCII && c.isNumber || c.isLetter {
+                let isNumber = c.isASCII && c.isNumber
+                if !current.isEmpty, isNumber != currentIsNumber { flush() }
+                currentIsNumber = isNumber
+                current.append(c)
+            } else {
+                flush()
+                if c.isWhitespace {
+                    if tokens.last != .space { tokens.append(.space) }
+                } else {
+                    tokens.append(.separator(c))
+                }
+            }
+        }
+        flush()
+        return tokens
+    }
+
+    /// A date starting at `tokens[start]` and how many tokens it spans.
+    static func match(_ tokens: [Token], at start: Int) -> (PrintedDate, Int)? {
+        guard case .number(let first) = tokens[start] else {
+            if case .word(let word) = tokens[start], let month = month(word) { return monthNameFirst(tokens, start, month) }
+            return nil
+        }
+        // A number glued to other digits by a separator before it is part of something else (a code, a range).
+        if start >= 2, case .separator = tokens[start - 1], case .number = tokens[start - 2] { return nil }
+        // Letters glued to the first number make it a code (`HC03-7`, `RC11-23-42`).
+        if start >= 1, case .word = tokens[start - 1] { return nil }
+        var cursor = start + 1
+        guard let (second, separator) = part(tokens, &cursor, separators: "-/.") ?? monthPart(tokens, &cursor) else { return nil }
+        let third: Part
+        if case .word = second.token {
+            guard skip(tokens, &cursor, "-/., "), cursor < tokens.count else { return nil }
+            third = Part(token: tokens[cursor])
+            cursor += 1
+        } else {
+            guard let (part, _) = part(tokens, &cursor, separators: String(separator)) else { return nil }
+            third = part
+            // Digits glued on by the same separator: a longer code, not a date.
+            if cursor + 1 < tokens.count, case .separator(let s) = tokens[cursor], s == separator,
+               case .number = tokens[cursor + 1] { return nil }
+        }
+        guard case .number(let last) = third.token else { return nil }
+        let date: PrintedDate
+        switch (first.count, second.token, last.count) {
+        case (4, .number(let m), 1...2):
+            date = PrintedDate(dayFirst: day(first, m, last, yearFirst: true), monthFirst: nil)
+        case (1...2, .number(let b), 2), (1...2, .number(let b), 4):
+            var d = PrintedDate(dayFirst: day(last, b, first), monthFirst: day(last, first, b))
+            d.numeric = true
+            date = d
+        case (1...2, .word(let name), 2), (1...2, .word(let name), 4):
+            guard let m = month(name) else { return nil }
+            date = PrintedDate(dayFirst: day(last, String(m), first), monthFirst: nil)
+        default:
+            return nil
+        }
+        guard date.dayFirst != nil || date.monthFirst != nil else { return nil }
+        return (date, cursor - start)
+    }
+
+    /// `Jan 12, 2019`, `MARCH 5 2024`.
+    static func monthNameFirst(_ tokens: [Token], _ start: Int, _ month: Int) -> (PrintedDate, Int)? {
+        var cursor = start + 1
+        guard skip(tokens, &cursor, ".- "), cursor < tokens.count, case .number(let d) = tokens[cursor], d.count <= 2 else { return nil }
+        cursor += 1
+        guard skip(tokens, &cursor, ",. "), cursor < tokens.count, case .number(let y) = tokens[cursor], y.count == 4 else { return nil }
+        guard let date = day(y, String(month), d) else { return nil }
+        return (PrintedDate(dayFirst: date, monthFirst: date), cursor + 1 - start)
+    }
+
+    struct Part { let token: Token }
+
+    /// Optional spaces, one separator out of `separators`, optional spaces, then a number or word.
+    static func part(_ tokens: [Token], _ cursor: inout Int, separators: String) -> (Part, Character)? {
+        var c = cursor
+        while c < tokens.count, tokens[c] == .space { c += 1 }
+        guard c < tokens.count, case .separator(let s) = tokens[c], separators.contains(s) else { return nil }
+        c += 1
+        while c < tokens.count, tokens[c] == .space { c += 1 }
+        guard c < tokens.count else { return nil }
+        switch tokens[c] {
+        case .number, .word:
+            cursor = c + 1
+            return (Part(token: tokens[c]), s)
+        default:
+            return nil
+        }
+    }
+
+    /// `05 MAR 2018` and `12. März 2024`: a month's name after the day with spaces or a dot only.
+    static func monthPart(_ tokens: [Token], _ cursor: inout Int) -> (Part, Character)? {
+        var c = cursor
+        guard skip(tokens, &c, ". "), c < tokens.count, case .word(let name) = tokens[c], month(name) != nil else { return nil }
+        c += 1
+        var after = c
+        guard skip(tokens, &after, " "), after < tokens.count, case .number = tokens[after] else { return nil }
+        cursor = c
+        // The year follows after spaces only: present it as if a separator stood there.
+        return (Part(token: .word(name)), " ")
+    }
+
+    static func skip(_ tokens: [Token], _ cursor: inout Int, _ allowed: String) -> Bool {
+        while cursor < tokens.count {
+            switch tokens[cursor] {
+            case .space where allowed.contains(" "): cursor += 1
+            case .separator(let s) where allowed.contains(s): cursor += 1
+            default: return true
+            }
+        }
+        return true
+    }
+
+    static func day(_ year: String, _ month: String, _ day: String, yearFirst: Bool = false) -> Day? {
+        guard let y = Int(year), let m = Int(month), let d = Int(day) else { return nil }
+        if yearFirst { return Day(year: Int(year) ?? 0, month: m, day: d) }
+        return Day(year: year.count == 2 ? 2000 + y : y, month: m, day: d)
+    }
+
+    static let months: [String: Int] = {
+        var table: [String: Int] = [:]
+        let names: [[String]] = [
+            ["JAN", "JANUARY", "JANUAR", "JÄN", "JÄNNER", "JANV", "JANVIER", "ENE", "ENERO", "GEN"],
+            ["FEB", "FEBRUARY", "FEBRUAR", "FÉV", "FEV", "FÉVR", "FEVR", "FÉVRIER", "FEVRIER"],
+            ["MAR", "MARCH", "MÄR", "MÄRZ", "MARZ", "MARS", "MAC"],
+            ["APR", "APRIL", "AVR", "AVRIL", "ABR"],
+            ["MAY", "MAI", "MEI", "MAG"],
+            ["JUN", "JUNE", "JUNI", "JUIN"],
+            ["JUL", "JULY", "JULI", "JUIL", "JUILLET"],
+            ["AUG", "AUGUST", "AOÛT", "AOUT", "OGOS", "AGO"],
+            ["SEP", "SEPT", "SEPTEMBER", "SEPTEMBRE"],
+            ["OCT", "OCTOBER", "OKT", "OKTOBER", "OCTOBRE"],
+            ["NOV", "NOVEMBER", "NOVEMBRE"],
+            ["DEC", "DECEMBER", "DEZ", "DEZEMBER", "DÉC", "DÉCEMBRE", "DECEMBRE", "DIS", "DIC"],
+        ]
+        for (index, group) in names.enumerated() { for name in group { table[name] = index + 1 } }
+        return table
+    }()
+
+    static func month(_ word: String) -> Int? { months[word] }
+}

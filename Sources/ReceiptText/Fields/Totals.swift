@@ -1,0 +1,126 @@
+/// Finds the amount a receipt says was paid: the amount of a TOTAL / AMOUNT DUE / TOTAL TTC / SUMME …
+/// line (or of the line under a label that stands alone), how sure the receipt makes it, and its tax.
+enum TotalFinder {
+    /// Labels of the amount paid, strongest first. A line is matched on its letters only, so `TOTAL:`,
+    /// `TOTAL (RM)` and `T O T A L` all read `TOTAL`.
+    static let totalLabels: [(label: String, weight: Double)] = [
+        ("GRANDTOTAL", 1.0), ("AMOUNTDUE", 1.0), ("BALANCEDUE", 1.0), ("TOTALDUE", 1.0), ("TOTALTOPAY", 1.0),
+        ("TOTALTTC", 1.0), ("TOTALROUNDED", 1.0), ("ROUNDEDTOTAL", 1.0), ("ROUNDTOTAL", 0.95), ("NETTTOTAL", 1.0),
+        ("NETTOTAL", 1.0), ("TOTALAFTERADJ", 1.0), ("TOTALINCL", 0.95), ("TOTALAMOUNT", 0.95), ("TOTALSALES", 0.9),
+        ("TOTALPAYABLE", 1.0), ("AMOUNTPAYABLE", 1.0), ("ZUZAHLEN", 1.0), ("SUMMEEUR", 1.0), ("GESAMTBETRAG", 1.0),
+        ("GESAMTSUMME", 1.0), ("SUMME", 0.95), ("GESAMT", 0.9), ("APAYER", 1.0), ("MONTANTTTC", 1.0), ("NETAPAYER", 1.0),
+        ("TOTALE", 0.9), ("IMPORTE", 0.8), ("TOTAL", 0.85), ("AMOUNT", 0.5), ("JUMLAH", 0.8), ("BETRAG", 0.7),
+    ]
+
+    /// Lines that name another sum: never the amount paid, even when they contain TOTAL.
+    static let otherSums = [
+        "SUBTOTAL", "SUBTTL", "TOTALQTY", "TOTALQUANTITY", "TOTALITEM", "ITEMS", "QTY", "TOTALTAX", "TOTALGST", "TOTALVAT",
+        "TOTALDISCOUNT", "DISCOUNT", "SAVING", "SAVED", "TOTALEXCL", "EXCLGST", "EXCLUSIVE", "NETTO", "ZWISCHENSUMME",
+        "SOUSTOTAL", "TOTALHT", "CHANGE", "CASH", "TENDER", "RECEIVED", "PAID", "GSTSUMMARY", "TAXSUMMARY", "RENDU",
+        "RÜCKGELD", "RUCKGELD", "GEGEBEN", "POINTS", "MWST", "TVA", "VAT", "GST", "TAX", "ROUNDINGADJ", "ROUNDING", "DEPOSIT",
+        "TIP",
+    ]
+
+    struct Candidate {
+        var amount: PrintedAmount
+        var line: String
+        var weight: Double
+    }
+
+    /// The amount paid, with a confidence 0–1, or nil when no line names it.
+    static func find(lines: [String]) -> (amount: PrintedAmount, confidence: Double, line: String)? {
+        let letters = lines.map(lettersOnly)
+        var candidates: [Candidate] = []
+        for (index, line) in lines.enumerated() {
+            guard let weight = labelWeight(letters[index]) else { continue }
+            if let amount = AmountScanner.amounts(in: line).last(where: { $0.cents > 0 }) {
+                candidates.append(Candidate(amount: amount, line: line, weight: weight))
+            } else if let next = nextAmount(lines, letters, after: index) {
+                // A label alone on its line, its amount on the next ones (a two-column print read a row at a time).
+                candidates.append(Candidate(amount: next.amount, line: line + " " + next.line, weight: weight * 0.9))
+            }
+        }
+        guard let best = candidates.max(by: { $0.weight < $1.weight }) else { return nil }
+        let agreeing = candidates.filter { $0.amount.cents == best.amount.cents }
+        let disagreeing = candidates.filter { $0.amount.cents != best.amount.cents && $0.weight >= best.weight }
+        var confidence = best.weight * 0.85
+        if agreeing.count > 1 { confidence += 0.1 }
+        if paymentConfirms(best.amount.cents, lines: lines, letters: letters) { confidence += 0.1 }
+        if sumConfirms(best.amount.cents, lines: lines, letters: letters) { confidence += 0.1 }
+        if largestConfirms(best.amount.cents, lines: lines, letters: letters) { confidence += 0.05 }
+        if !disagreeing.isEmpty { confidence -= 0.3 }
+        return (best.amount, max(0, min(1, confidence)), best.line)
+    }
+
+    static func labelWeight(_ letters: String) -> Double? {
+        guard !otherSums.contains(where: { letters.contains($0) }) || strongLabel(letters) else { return nil }
+        return totalLabels.first(where: { letters.contains($0.label) })?.weight
+    }
+
+    /// `TOTAL INCL GST` or `ROUNDED TOTAL` name the amount paid although they also name a tax or rounding.
+    static func strongLabel(_ letters: String) -> Bool {
+        ["TOTALINCL", "TOTALROUNDED", "ROUNDEDTOTAL", "ROUNDTOTAL", "TOTALAFTERADJ", "TOTALSALESINCL", "NETTOTAL", "NETTTOTAL",
+         "GRANDTOTAL", "TOTALTTC", "AMOUNTDUE"]
+            .contains(where: { letters.contains($0) }) && !letters.contains("EXCL") && !letters.contains("SUBTOTAL")
+    }
+
+    /// The first amount on the next three lines that carry no label of their own.
+    static func nextAmount(_ lines: [String], _ letters: [String], after index: Int) -> (amount: PrintedAmount, line: String)? {
+        for next in lines.indices.dropFirst(index + 1).prefix(3) {
+            if letters[next].count > 3, labelWeight(letters[next]) != nil || otherSums.contains(where: { letters[next].contains($0) }) {
+                return nil
+            }
+            if let amount = AmountScanner.amounts(in: lines[next]).first(where: { $0.cents > 0 }) { return (amount, lines[next]) }
+        }
+        return nil
+    }
+
+    /// Cash given minus change returned equals the total.
+    static func paymentConfirms(_ total: Int64, lines: [String], letters: [String]) -> Bool {
+        let given = amounts(labelled: ["CASH", "TENDER", "GEGEBEN", "RECEIVED", "ESPECES"], lines, letters)
+        let change = amounts(labelled: ["CHANGE", "RÜCKGELD", "RUCKGELD", "RENDU"], lines, letters)
+        return given.contains { g in change.contains { g - $0 == total } || g == total && change.contains(0) }
+    }
+
+    /// The subtotal plus the tax and the rounding printed equals the total.
+    static func sumConfirms(_ total: Int64, lines: [String], letters: [String]) -> Bool {
+        let subtotals = amounts(labelled: ["SUBTOTAL", "SUBTTL", "ZWISCHENSUMME", "SOUSTOTAL"], lines, letters)
+        let taxes = amounts(labelled: ["GST", "TAX", "VAT", "MWST", "TVA"], lines, letters) + [0]
+        let rounding = amounts(labelled: ["ROUNDING", "RUNDUNG"], lines, letters, signed: true) + [0]
+        return subtotals.contains { s in taxes.contains { t in rounding.contains { s + t + $0 == total } } }
+    }
+
+    /// No amount on the receipt but cash handed over is larger.
+    static func largestConfirms(_ total: Int64, lines: [String], letters: [String]) -> Bool {
+        let paid = Set(amounts(labelled: ["CASH", "TENDER", "RECEIVED", "GEGEBEN", "CHANGE"], lines, letters))
+        let all = lines.flatMap { AmountScanner.amounts(in: $0).map(\.cents) }.filter { !paid.contains($0) }
+        return all.max() == total
+    }
+
+    static func amounts(labelled labels: [String], _ lines: [String], _ letters: [String], signed: Bool = false) -> [Int64] {
+        lines.indices.filter { i in labels.contains { letters[i].contains($0) } }
+            .flatMap { i -> [Int64] in
+                let own = AmountScanner.amounts(in: lines[i])
+                let found = own.isEmpty ? (nextAmount(lines, letters, after: i).map { [$0.amount] } ?? []) : own
+                return found.map { signed ? $0.cents : abs($0.cents) }
+            }
+    }
+
+    /// The tax printed as an amount on a GST / VAT / MwSt / TVA line, if exactly one value is printed so.
+    static func tax(lines: [String]) -> (amount: PrintedAmount, line: String)? {
+        let letters = lines.map(lettersOnly)
+        var found: [(PrintedAmount, String)] = []
+        for (index, line) in lines.enumerated() where ["GST", "VAT", "TAX", "MWST", "TVA", "UST"].contains(where: { letters[index].hasPrefix($0) || letters[index].hasPrefix("TOTAL" + $0) }) {
+            guard !letters[index].contains("INCL"), !letters[index].contains("EXCL"), !letters[index].contains("SUMMARY"),
+                  !letters[index].contains("REG"), !letters[index].contains("ID"), !letters[index].contains("NO") else { continue }
+            if let amount = AmountScanner.amounts(in: line).last { found.append((amount, line)) }
+        }
+        let values = Set(found.map(\.0.cents))
+        guard values.count == 1, let first = found.first else { return nil }
+        return (first.0, first.1)
+    }
+
+    static func lettersOnly(_ line: String) -> String {
+        String(line.uppercased().filter { $0.isLetter })
+    }
+}

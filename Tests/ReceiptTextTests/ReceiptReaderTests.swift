@@ -1,0 +1,111 @@
+import ReceiptText
+import XCTest
+
+/// The field reader on receipt texts as Tesseract prints them: amounts, dates, totals and merchants.
+final class ReceiptReaderTests: XCTestCase {
+    func amounts(_ line: String) -> [String] {
+        AmountScanner.amounts(in: line).map { ($0.currency.map { $0 + " " } ?? ($0.dollarSign ? "$ " : "")) + $0.decimal }
+    }
+
+    func testAmountsInTheirPrintedForms() {
+        XCTAssertEqual(amounts("TOTAL 1,234.56"), ["1234.56"])
+        XCTAssertEqual(amounts("Summe 1.234,56 €"), ["EUR 1234.56"])
+        XCTAssertEqual(amounts("Total 37,80"), ["37.80"])
+        XCTAssertEqual(amounts("TOTAL RM12.30"), ["MYR 12.30"])
+        XCTAssertEqual(amounts("Total: $16.85"), ["$ 16.85"])
+        XCTAssertEqual(amounts("TOTAL CHF 18.00"), ["CHF 18.00"])
+        XCTAssertEqual(amounts("€11,30"), ["EUR 11.30"])
+        XCTAssertEqual(amounts("Betrag 1'234.50 CHF"), ["CHF 1234.50"])
+        XCTAssertEqual(amounts("ROUNDING ADJUSTMENT -RM 0.02"), ["MYR -0.02"])
+        XCTAssertEqual(amounts("REFUND 19.99-"), ["-19.99"])
+    }
+
+    func testWhatIsNotAnAmount() {
+        XCTAssertEqual(amounts("25/12/2018 14:32"), [], "a time is not an amount")
+        XCTAssertEqual(amounts("8:13:39 PM"), [])
+        XCTAssertEqual(amounts("14.32 PM"), [], "a time with a dot and PM")
+        XCTAssertEqual(amounts("9556939040116 1 PC 9.000"), [], "a barcode and a unit price of three decimals")
+        XCTAssertEqual(amounts("06.03.2018"), [], "a date with dots")
+        XCTAssertEqual(amounts("FORM 12.00").first, "12.00", "FORM does not end in the code RM")
+        XCTAssertEqual(amounts("12,345,67"), [], "groups of three only")
+    }
+
+    func day(_ text: String, _ order: DateOrder? = nil) -> String? {
+        ReceiptReader(order: order, latest: Day(year: 2026, month: 11, day: 28)!).read(text).first { $0.field == .date }?.value
+    }
+
+    func testDatesInEveryCommonForm() {
+        XCTAssertEqual(day("Date: 25/12/2018 8:13:39 PM"), "2018-12-25")
+        XCTAssertEqual(day("12-01-19 21:13", .dayFirst), "2019-01-12")
+        XCTAssertEqual(day("2017-12-28 22:17"), "2017-12-28")
+        XCTAssertEqual(day("05 MAR 2018 18:24"), "2018-03-05")
+        XCTAssertEqual(day("Date 14-Mar-18"), "2018-03-14")
+        XCTAssertEqual(day("Jan 12, 2019"), "2019-01-12")
+        XCTAssertEqual(day("Datum: 12. März 2024"), "2024-03-12")
+        XCTAssertEqual(day("06.03.2018 20:01", .dayFirst), "2018-03-06")
+    }
+
+    func testTheReceiptDecidesTheDayOrderBeforeTheLocale() {
+        // A day over 12 elsewhere on the receipt proves the order for the ambiguous one.
+        let us = "BILL 2017-12-28\nDATE: 12/28/2017 10:17 PM\nPRINTED 03/04/2018 10:00"
+        XCTAssertEqual(day(us, .dayFirst), "2017-12-28")
+        let text = "Walgreens\nDATE 03/04/2025 14:02\nTOTAL $16.85"
+        XCTAssertEqual(day(text, .monthFirst), "2025-03-04")
+        XCTAssertEqual(day(text, .dayFirst), "2025-04-03")
+        let open = ReceiptReader(latest: Day(year: 2026, month: 1, day: 1)!).read(text).first { $0.field == .date }
+        XCTAssertEqual(open?.fills, false, "neither the receipt nor the vault settles 03/04: only a suggestion")
+        let euro = ReceiptReader(latest: Day(year: 2026, month: 1, day: 1)!).read("Bäckerei Müller\n03.04.2025 09:12\nSUMME EUR 11,30")
+        XCTAssertEqual(euro.first { $0.field == .date }?.value, "2025-04-03", "a euro receipt writes the day first")
+        XCTAssertEqual(euro.first { $0.field == .date }?.fills, true)
+    }
+
+    func testADateAfterTodayIsNotTheReceiptsDate() {
+        XCTAssertEqual(day("WARRANTY UNTIL 01/02/2031\nDATE 05/01/2025 12:00", .dayFirst), "2025-01-05")
+    }
+
+    func field(_ proposals: [FieldProposal], _ field: ReadField) -> FieldProposal? { proposals.first { $0.field == field } }
+
+    func testATotalConfirmedByThePaymentIsFilled() {
+        let text = """
+        MR D.I.Y. (M) SDN BHD
+        (CO.REG : 860671-D)
+        LOT 1851-A & 1851-B, JALAN KPB 6,
+        TOTAL RM 33.92
+        ROUNDING ADJUSTMENT -RM 0.02
+        TOTAL ROUNDED RM 33.90
+        CASH RM 50.00
+        CHANGE RM 16.10
+        12-01-19 21:13
+        """
+        let read = ReceiptReader(order: .dayFirst).read(text)
+        XCTAssertEqual(field(read, .total)?.value, "33.90")
+        XCTAssertEqual(field(read, .total)?.fills, true)
+        XCTAssertEqual(field(read, .total)?.line, "TOTAL ROUNDED RM 33.90")
+        XCTAssertEqual(field(read, .currency)?.value, "MYR")
+        XCTAssertEqual(field(read, .merchant)?.value, "MR D.I.Y. (M) SDN BHD")
+        XCTAssertEqual(field(read, .date)?.value, "2019-01-12")
+    }
+
+    func testATotalWithADecimalComma() {
+        let read = ReceiptReader().read("Café de Flore\nPlace Saint-Germain\n2 Café crème 9,60\nTOTAL TTC 11,30 €\nCB 11,30\n")
+        XCTAssertEqual(field(read, .total)?.value, "11.30")
+        XCTAssertEqual(field(read, .currency)?.value, "EUR")
+    }
+
+    func testADoubtfulTotalIsOnlySuggested() {
+        // Two totals that disagree, and nothing on the receipt says which was paid.
+        let read = ReceiptReader().read("SHOP\nTOTAL 12.00\nTOTAL 14.00\n")
+        XCTAssertNotNil(field(read, .total))
+        XCTAssertEqual(field(read, .total)?.fills, false)
+        XCTAssertNil(field(ReceiptReader().read("SHOP\nSUBTOTAL 12.00\nCHANGE 3.00\n"), .total), "no line names the amount paid")
+    }
+
+    func testTheMerchantIsTheHeaderNotAnAddressOrATitle() {
+        let read = ReceiptReader().read("TAX INVOICE\nTAN WOON YANN\nBOOK TA .K (TAMAN DAYA) SDN BHD\n789417-W\nNO.53, JALAN SAGU 18,\n")
+        XCTAssertEqual(field(read, .merchant)?.value, "BOOK TA .K (TAMAN DAYA) SDN BHD")
+        let aliased = ReceiptReader(merchantAliases: [ReceiptReader.aliasKey("BOOK TA .K (TAMAN DAYA) SDN BHD"): "Book Ta-K"])
+            .read("TAX INVOICE\nBOOK TA .K (TAMAN DAYA) SDN BHD\n")
+        XCTAssertEqual(field(aliased, .merchant)?.value, "Book Ta-K")
+        XCTAssertEqual(field(aliased, .merchant)?.fills, true)
+    }
+}
