@@ -229,20 +229,22 @@ public final class SyncEngine {
     /// Pulls `zone` page by page: each page's blobs are downloaded and made durable first, then the
     /// page's rows and the zone's new change token commit in one transaction. The next page and its
     /// blobs are fetched while a page is installed and committed. Holds the vault lock shared
-    /// throughout, so gc cannot take a blob file installed (or adopted) but not yet referenced.
+    /// throughout, so gc cannot take a blob file installed (or adopted), or a blob the vault was found
+    /// to hold, before a page refers to it; taken as the vault takes it, so a pull that waited for
+    /// `fsck --repair` refuses to go on with the catalog the repair set aside.
     func pull(_ zone: ZoneRef) async throws {
-        let lock = try VaultLock(vaultPath: vault.path, mode: .shared)
-        defer { withExtendedLifetime(lock) {} }
-        var token = try vault.catalogRead { db in try Catalog.changeToken(db, zone: zone.local) }
-        var restarted = false
-        while true {
-            do {
-                try await pullPages(zone, since: token)
-                return
-            } catch let error as SyncError where error.status == 410 && !restarted {
-                try forget(zone)
-                token = nil
-                restarted = true
+        try await vault.whileLocked(.shared) {
+            var token = try vault.catalogRead { db in try Catalog.changeToken(db, zone: zone.local) }
+            var restarted = false
+            while true {
+                do {
+                    try await pullPages(zone, since: token)
+                    return
+                } catch let error as SyncError where error.status == 410 && !restarted {
+                    try forget(zone)
+                    token = nil
+                    restarted = true
+                }
             }
         }
     }
@@ -344,10 +346,10 @@ public final class SyncEngine {
     /// the vault lock shared (so gc cannot take an installed but not yet referenced file), then runs
     /// `body` in one transaction that also inserts their rows.
     func withBlobs(_ blobs: [String: Int64], _ body: (Database) throws -> Void) async throws {
-        let lock = try VaultLock(vaultPath: vault.path, mode: .shared)
-        defer { withExtendedLifetime(lock) {} }
-        try commit(try await Self.fetchMissing(blobs, vault: vault, transfer: transfer, limit: transfersAtOnce,
-                                               progress: progress), body)
+        try await vault.whileLocked(.shared) {
+            try commit(try await Self.fetchMissing(blobs, vault: vault, transfer: transfer, limit: transfersAtOnce,
+                                                   progress: progress), body)
+        }
     }
 
     /// The blobs among `blobs` the vault lacks, downloaded in bundles (`limit` at once) and staged, or
@@ -377,7 +379,8 @@ public final class SyncEngine {
     }
 
     /// Hands the fetched blobs to the vault's ingest path: installed durably (one flush for all),
-    /// then in one transaction their rows and `body`. The caller holds the vault lock shared.
+    /// then in one transaction their rows and `body`, on the catalog the vault opened. The caller
+    /// holds the vault lock shared (the ingest path finds it held).
     func commit(_ fetched: [FetchedBlob], _ body: (Database) throws -> Void) throws {
         report.blobsDownloaded += fetched.count
         try vault.ingestOnce(fetched.map(\.source)) { w, _ in try body(w.db) }

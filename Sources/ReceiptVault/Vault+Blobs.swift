@@ -35,24 +35,22 @@ extension Vault {
                 try requireWritable(db, r.zone)
                 return id
             }
-            return try locked(.shared) {
-                try ingestOnce(inputs.map { .file($0) }) { w, ingested in
-                    let db = w.db
-                    guard var receipt = try Catalog.receipt(db, id) else {
-                        throw VaultError(.notFound, "receipt \(id) was deleted meanwhile")
-                    }
-                    var position = try Catalog.nextPosition(db, receiptID: id)
-                    for (input, blob) in zip(inputs, ingested) {
-                        if try w.insertAttachment(receiptID: id, blob: blob.id, size: blob.size, filename: input.name,
-                                                  mediaType: blob.mediaType, position: position) {
-                            position += 1
-                        }
-                    }
-                    receipt.modifiedAt = w.now
-                    try w.updateReceipt(receipt)
-                    try w.recordChange(id, zone: receipt.zone, .upsert)
-                    return try views(db, [receipt])[0]
+            return try ingestOnce(inputs.map { .file($0) }) { w, ingested in
+                let db = w.db
+                guard var receipt = try Catalog.receipt(db, id) else {
+                    throw VaultError(.notFound, "receipt \(id) was deleted meanwhile")
                 }
+                var position = try Catalog.nextPosition(db, receiptID: id)
+                for (input, blob) in zip(inputs, ingested) {
+                    if try w.insertAttachment(receiptID: id, blob: blob.id, size: blob.size, filename: input.name,
+                                              mediaType: blob.mediaType, position: position) {
+                        position += 1
+                    }
+                }
+                receipt.modifiedAt = w.now
+                try w.updateReceipt(receipt)
+                try w.recordChange(id, zone: receipt.zone, .upsert)
+                return try views(db, [receipt])[0]
             }
         }
     }

@@ -9,10 +9,11 @@ extension Vault {
         try catalog.read(body)
     }
 
-    /// One write transaction: everything `body` does through the writer's verbs commits together.
+    /// One write transaction: everything `body` does through the writer's verbs commits together,
+    /// under the shared vault lock, on the catalog this vault opened (as `mutate`).
     @discardableResult
     public func catalogTransaction<T>(_ body: (CatalogWriter) throws -> T) throws -> T {
-        try catalog.transaction(body)
+        try locked(.shared) { try catalog.transaction(body) }
     }
 
     /// The receipt of `zone` that already holds these bytes (under any file name), if any.

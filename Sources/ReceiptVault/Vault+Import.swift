@@ -45,6 +45,9 @@ public struct InputFile: Sendable {
     public let status: FileStatus?
     /// What a manifest's pass 1 found the file to hold: its bytes must still hash to `id`.
     let checked: Checked?
+    /// A watched file's: whether it is still as it was judged complete (asked after its read, just
+    /// before its batch commits; false rolls the batch back).
+    var unchanged: (@Sendable () -> Bool)? = nil
 
     struct Checked: Sendable {
         let id: BlobID
@@ -85,22 +88,20 @@ extension Vault {
                                    bytesTotal: inputs.reduce(0) { $0 + $1.size })
         do {
             try wrapped {
-                try locked(.shared) {
-                    try ingest(inputs, source: { .file($0) },
-                               failed: { input, error in
-                                   // An unreadable file is reported and the others go on; anything else stops the import.
-                                   guard let error = error as? PathError else { throw error }
-                                   report.failed.append(FailedFile(path: input.path, error: error.description))
-                                   return error.description
-                               },
-                               rows: { w, batch in try self.insertImported(w, batch, zone: zone, metadata: metadata) },
-                               committed: { imported, done in
-                                   report.imported += imported
-                                   tally.bytesDone += inputs[tally.filesDone..<done].reduce(0) { $0 + $1.size }
-                                   tally.filesDone = done
-                                   progress?(tally)
-                               })
-                }
+                try ingest(inputs, source: { .file($0) },
+                           failed: { input, error in
+                               // An unreadable file is reported and the others go on; anything else stops the import.
+                               guard let error = error as? PathError else { throw error }
+                               report.failed.append(FailedFile(path: input.path, error: error.description))
+                               return error.description
+                           },
+                           rows: { w, batch in try self.insertImported(w, batch, zone: zone, metadata: metadata) },
+                           committed: { imported, done in
+                               report.imported += imported
+                               tally.bytesDone += inputs[tally.filesDone..<done].reduce(0) { $0 + $1.size }
+                               tally.filesDone = done
+                               progress?(tally)
+                           })
             }
         } catch {
             throw VaultError.partial(error, done: report.imported.isEmpty ? nil : "\(report.imported.count) of the \(inputs.count) files "
@@ -111,7 +112,7 @@ extension Vault {
 
     /// The receipts of one batch of imported files (a file whose name and content are a receipt of
     /// the zone already is reported as `existing`).
-    private func insertImported(_ w: CatalogWriter, _ batch: [(InputFile, IngestOutcome)], zone: String,
+    func insertImported(_ w: CatalogWriter, _ batch: [(InputFile, IngestOutcome)], zone: String,
                                 metadata: ReceiptMetadata) throws -> [ImportedFile] {
         var out: [ImportedFile] = []
         for case (let input, .ingested(let blob)) in batch {

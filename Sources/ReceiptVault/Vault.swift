@@ -99,12 +99,22 @@ public final class Vault: Sendable {
         }
     }
 
-    /// Runs `body` holding the vault lock (see `VaultLock`), on the catalog this vault opened.
+    /// Runs `body` holding the vault lock (see `VaultLock`; not taken again when the running task
+    /// holds it), on the catalog this vault opened.
     public func locked<T>(_ mode: VaultLock.Mode, _ body: () throws -> T) throws -> T {
-        let lock = try VaultLock(vaultPath: path, mode: mode)
-        defer { withExtendedLifetime(lock) {} }
-        try requireSameCatalog()
-        return try body()
+        try VaultLock.holding(path, mode) {
+            try requireSameCatalog()
+            return try body()
+        }
+    }
+
+    /// `locked` for asynchronous work (a sync's pull).
+    public func whileLocked<T>(_ mode: VaultLock.Mode, isolation: isolated (any Actor)? = #isolation,
+                               _ body: () async throws -> T) async throws -> T {
+        try await VaultLock.holding(path, mode) {
+            try requireSameCatalog()
+            return try await body()
+        }
     }
 
     public func close() throws { try catalog.close() }

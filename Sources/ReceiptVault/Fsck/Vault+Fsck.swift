@@ -29,7 +29,9 @@ extension Vault {
             try await check(at: path, options: options, sink: found)
             sink = FsckSink(onProblem: onProblem, onProgress: progress)
             sink.absorbCounts(found)
-            try await repair(found.problems, at: path, options: options, sink: sink)
+            // Held by this task: the repair's own ingests find the exclusive lock taken instead of waiting for it.
+            guard let lock else { throw VaultError(.io, "fsck --repair cannot run without the vault lock") }
+            try await lock.scope { try await repair(found.problems, at: path, options: options, sink: sink) }
         } else {
             sink = FsckSink(onProblem: onProblem, onProgress: progress)
             try await check(at: path, options: options, sink: sink)

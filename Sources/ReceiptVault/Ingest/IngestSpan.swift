@@ -64,10 +64,12 @@ final class IngestSpan: @unchecked Sendable {
     var items = 0
     var bytes: Int64 = 0
 
-    init(_ target: Catalog) {
+    /// `beforeCommit` runs in the transaction after its last batch: throwing rolls the span back.
+    init(_ target: Catalog, beforeCommit: @escaping @Sendable () throws -> Void = {}) {
         result = Parallel.Background { [self] in
             let outcome = Result { try target.rowsTransaction(ledgered: true) { w in
                 while let job = next() { try job.run(w) }
+                try beforeCommit()
             } }
             close(outcome)
             return outcome

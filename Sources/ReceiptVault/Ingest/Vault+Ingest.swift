@@ -16,6 +16,12 @@ public enum IngestSource: Sendable {
     case adopted(BlobID)
 }
 
+/// A file that its `unchanged` hook, asked after its read, found no longer the file judged complete
+/// (a watched file whose writer came back): its batch rolls back.
+struct SourceChanged: Error {
+    let path: String
+}
+
 /// A blob the ingest path made durable and recorded, handed to the caller's rows.
 public struct Ingested: Sendable {
     public let id: BlobID
@@ -60,6 +66,8 @@ final class PreparedBatch<Item: Sendable>: @unchecked Sendable {
         case done(Ingested)
     }
     var items: [(Item, State)] = []
+    /// The `unchanged` hooks of the items read from watched files, by item.
+    var unchanged: [Int: (path: String, check: @Sendable () -> Bool)] = [:]
     private let blobs: BlobStore
 
     init(blobs: BlobStore) { self.blobs = blobs }
@@ -86,29 +94,41 @@ extension Vault {
     /// calling thread (nil: the item brings no bytes), after every source of the batch before was
     /// read. A source that cannot be read goes to `failed` (on the calling thread), which throws to
     /// stop the ingest or returns the message its item's outcome carries; batches committed before a
-    /// failure stay committed. The caller holds the vault lock shared (or exclusive).
+    /// failure stay committed. Holds the vault lock shared throughout (unless the running task holds
+    /// it) and checks, before every commit, that the catalog is still the one this vault opened (a
+    /// repair may have set it aside): every caller is under both.
     func ingest<Item: Sendable, Out: Sendable>(
-        _ items: [Item], into target: Catalog? = nil, budget: BatchBudget = BatchBudget(),
+        _ items: [Item], budget: BatchBudget = BatchBudget(),
         source: (Item) -> IngestSource?,
         failed: (Item, Error) throws -> String = { _, error in throw error },
         rows: @escaping @Sendable (CatalogWriter, [(Item, IngestOutcome)]) throws -> Out,
         committed: (Out, _ itemsDone: Int) throws -> Void
     ) throws {
         var iterator = items.makeIterator()
-        try ingest(next: { iterator.next() }, into: target, budget: budget, source: source, failed: failed, rows: rows,
+        try ingest(next: { iterator.next() }, budget: budget, source: source, failed: failed, rows: rows,
                    committed: committed)
     }
 
     /// `ingest` of items drawn one at a time from `next` (nil: no more), so that a caller with a
     /// million (a manifest's plan) never holds more than the batches in flight.
     func ingest<Item: Sendable, Out: Sendable>(
-        next: () throws -> Item?, into target: Catalog? = nil, budget: BatchBudget = BatchBudget(),
+        next: () throws -> Item?, budget: BatchBudget = BatchBudget(),
         source: (Item) -> IngestSource?,
         failed: (Item, Error) throws -> String = { _, error in throw error },
         rows: @escaping @Sendable (CatalogWriter, [(Item, IngestOutcome)]) throws -> Out,
         committed: (Out, _ itemsDone: Int) throws -> Void
     ) throws {
-        let target = target ?? catalog
+        try locked(.shared) {
+            try ingestLocked(next: next, budget: budget, source: source, failed: failed, rows: rows, committed: committed)
+        }
+    }
+
+    private func ingestLocked<Item: Sendable, Out: Sendable>(
+        next: () throws -> Item?, budget: BatchBudget, source: (Item) -> IngestSource?,
+        failed: (Item, Error) throws -> String,
+        rows: @escaping @Sendable (CatalogWriter, [(Item, IngestOutcome)]) throws -> Out,
+        committed: (Out, _ itemsDone: Int) throws -> Void
+    ) throws {
         /// The open transaction, and the batches written into it, each with the count of items done
         /// once it commits.
         var span: IngestSpan?
@@ -154,7 +174,7 @@ extension Vault {
                 if let open = span, open.items >= budget.spanItemsLimit || open.bytes >= budget.spanBytesLimit {
                     try commitSpan()
                 }
-                let open = span ?? IngestSpan(target)
+                let open = span ?? IngestSpan(catalog, beforeCommit: { try self.requireSameCatalog() })
                 span = open
                 open.items += batch.count
                 open.bytes += limits.bytes
@@ -185,20 +205,20 @@ extension Vault {
     }
 
     /// `ingest` of one batch, on the calling thread: for callers with a handful of sources (attach,
-    /// a sync page, a repair). Any source that fails stops it.
+    /// a sync page, a repair). Any source that fails stops it. Under the vault lock, on the catalog
+    /// this vault opened, as `ingest`.
     public func ingestOnce<Out>(_ sources: [IngestSource], rows: (CatalogWriter, [Ingested]) throws -> Out) throws -> Out {
-        try ingestOnce(sources, into: nil, rows: rows)
-    }
-
-    func ingestOnce<Out>(_ sources: [IngestSource], into target: Catalog?,
-                         rows: (CatalogWriter, [Ingested]) throws -> Out) throws -> Out {
-        let prepared = try prepareBatch(Array(sources.indices), sources, failed: { _, error in throw error })
-        return try (target ?? catalog).rowsTransaction { w in
-            try write(prepared, w, settle: { found in
-                if let first = found.first { throw first.error }
-                return []
-            }) { w, done in
-                try rows(w, done.compactMap { if case .ingested(let blob) = $0.1 { blob } else { nil } })
+        try locked(.shared) {
+            let prepared = try prepareBatch(Array(sources.indices), sources, failed: { _, error in throw error })
+            return try catalog.rowsTransaction { w in
+                let out = try write(prepared, w, settle: { found in
+                    if let first = found.first { throw first.error }
+                    return []
+                }) { w, done in
+                    try rows(w, done.compactMap { if case .ingested(let blob) = $0.1 { blob } else { nil } })
+                }
+                try requireSameCatalog()
+                return out
             }
         }
     }
@@ -222,6 +242,7 @@ extension Vault {
         var small: [Int] = []
         for (index, source) in sources.enumerated() {
             guard let source else { continue }
+            if case .file(let input) = source, let check = input.unchanged { prepared.unchanged[index] = (input.path, check) }
             if case .file(let input) = source, input.size < settings.inlineThreshold {
                 small.append(index)
                 prepared.items[index].1 = .deferred(input)
@@ -267,7 +288,9 @@ extension Vault {
 
     /// Installs the batch's staged blobs durably, then in the open transaction `w` inserts the blob
     /// rows — reading the deferred small files slice by slice meanwhile — settles the reads that
-    /// failed with the caller (`settle`), and runs `rows`. In a ledgered transaction (the ingest
+    /// failed with the caller (`settle`), and runs `rows`; then asks the `unchanged` hook of each
+    /// file read that has one, and throws `SourceChanged` (rolling the batch back) when a file is no
+    /// longer as it was judged before its read. In a ledgered transaction (the ingest
     /// path's spans) `rows` only adds rows through the catalog's verbs; a single batch (`ingestOnce`:
     /// sync, attach, repair, whose rows also change and delete) keeps the row triggers.
     private func write<Item: Sendable, Out>(_ batch: PreparedBatch<Item>, _ w: CatalogWriter, settle: IngestSettle,
@@ -312,7 +335,7 @@ extension Vault {
         }
         for ((index, _), message) in zip(failures, try settle(failures)) { batch.items[index].1 = .failed(message) }
         // The caller's rows index each receipt they touch once, at the end of the transaction.
-        return try w.holdingSearchIndex {
+        let out = try w.holdingSearchIndex {
             try rows(w, batch.items.map { item, state in
                 switch state {
                 case .done(let blob): (item, .ingested(blob))
@@ -321,6 +344,11 @@ extension Vault {
                 }
             })
         }
+        // Last, so a writer that came back at any moment since the file was judged complete is seen.
+        for (index, file) in batch.unchanged.sorted(by: { $0.key < $1.key }) {
+            if case .done = batch.items[index].1, !file.check() { throw SourceChanged(path: file.path) }
+        }
+        return out
     }
 
     /// Installs the staged blobs of a batch (renames, one fsync per folder); nothing is referenced yet.
