@@ -144,6 +144,11 @@ enum Schema {
             // receipts imported with it (`ReceiptRows`).
             try ReceiptRows.migrate(db)
         }
+        m.registerMigration("v9-readings") { db in
+            // What the vault read from receipts' texts and no person has confirmed yet, and what people
+            // taught it (Catalog+Readings.swift). New tables only: no row of a v8 catalog changes.
+            try db.execute(sql: Catalog.readingsSQL)
+        }
         return m
     }
 

@@ -58,5 +58,6 @@ func summary(_ r: ReceiptView) -> String {
     }
     field(r.category ?? "-")
     field(r.attachments.count == 1 ? r.attachments[0].filename : "\(r.attachments.count) files")
+    if !r.filled.isEmpty || !r.suggestions.isEmpty { field("(to review)") }
     return line
 }

@@ -16,6 +16,8 @@ public struct IndexOutcome: Codable, Sendable, Equatable {
     public var missingTools: [MissingTool]
     /// Blobs that failed, with the reason.
     public var failures: [Failure]
+    /// Receipts whose new text filled or suggested a field (`review` lists them).
+    public var read = 0
 
     public struct MissingTool: Codable, Sendable, Equatable, Hashable {
         public var tool: String
@@ -46,6 +48,7 @@ extension Vault {
         if rebuild { try wrapped { try mutate { db in try Catalog.markTextStale(db) } } }
         let total = try only?.count ?? wrapped { try catalog.read { db in try Catalog.textCounts(db, version: version).pending } }
         var outcome = IndexOutcome(extracted: 0, failed: 0, pending: 0, missingTools: [], failures: [])
+        var withText: [String] = []
         var missing = Set<IndexOutcome.MissingTool>()
         let extractor = TextExtractor(tools: tools)
         var after = ""
@@ -106,6 +109,7 @@ extension Vault {
                     }
                 }
                 for (sha256, extraction) in toStore {
+                    if case .text = extraction { withText.append(sha256) }
                     if case .failed(let reason) = extraction {
                         outcome.failed += 1
                         outcome.failures.append(.init(sha256: sha256, reason: reason))
@@ -119,6 +123,7 @@ extension Vault {
         }
         outcome.pending = try wrapped { try catalog.read { db in try Catalog.textCounts(db, version: version).pending } }
         outcome.missingTools = missing.sorted { $0.tool < $1.tool }
+        outcome.read = try readReceipts(holding: withText)
         return outcome
     }
 

@@ -26,9 +26,14 @@ public struct ReceiptView: Codable, Sendable, Equatable {
     public var status: String = ClaimStatus.none.rawValue
     public var claim: String?
     public var reimbursedOn: String?
+    /// Fields the vault filled from the receipt's text that no person has confirmed or typed.
+    public var filled: [String] = []
+    /// Fields the text suggests but did not make certain, by name.
+    public var suggestions: [String: FieldSuggestion] = [:]
 
     enum CodingKeys: String, CodingKey {
         case id, zone, merchant, date, total, currency, category, note, tags, attachments, status, claim, reimbursedOn
+        case filled, suggestions
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -47,6 +52,8 @@ public struct ReceiptView: Codable, Sendable, Equatable {
         try c.encode(status, forKey: .status)
         try c.encode(claim, forKey: .claim)
         try c.encode(reimbursedOn, forKey: .reimbursedOn)
+        try c.encode(filled, forKey: .filled)
+        try c.encode(suggestions, forKey: .suggestions)
     }
 }
 
@@ -82,9 +89,10 @@ public struct ReceiptMetadata: Sendable, Equatable {
     public func validated() throws -> ReceiptMetadata {
         var m = self
         m.merchant = try merchant.map { try Validate.text($0, field: "merchant") }
-        m.date = try date.map(Validate.date)
-        m.total = try total.map(Validate.total)
-        m.currency = try currency.map(Validate.currency)
+        // An empty value clears the field (`edit --clear`), as it does merchant, category and note.
+        m.date = try date.map { $0.isEmpty ? "" : try Validate.date($0) }
+        m.total = try total.map { $0.isEmpty ? "" : try Validate.total($0) }
+        m.currency = try currency.map { $0.isEmpty ? "" : try Validate.currency($0) }
         m.category = try category.map { try Validate.text($0, field: "category") }
         m.note = try note.map { try Validate.text($0, field: "note") }
         m.tags = try tags.map { try $0.map { try Validate.text($0, field: "tag") } }
@@ -96,9 +104,9 @@ public struct ReceiptMetadata: Sendable, Equatable {
 
     func apply(to r: inout Receipt) {
         if let merchant { r.merchant = merchant.isEmpty ? nil : merchant }
-        if let date { r.date = date }
-        if let total { r.total = total }
-        if let currency { r.currency = currency }
+        if let date { r.date = date.isEmpty ? nil : date }
+        if let total { r.total = total.isEmpty ? nil : total }
+        if let currency { r.currency = currency.isEmpty ? nil : currency }
         if let category { r.category = category.isEmpty ? nil : category }
         if let note { r.note = note.isEmpty ? nil : note }
         if let tags { r.tags = tags }
@@ -155,7 +163,8 @@ extension Vault {
                 // (the receipts' row numbers: the files of receipts imported together sit together).
                 func flush() throws {
                     let files = try Catalog.files(db, ofRows: rows)
-                    for (receipt, row) in zip(pending, rows) { try body(view(receipt, files[row] ?? [])) }
+                    let readings = try Catalog.readings(db, ofRows: rows)
+                    for (receipt, row) in zip(pending, rows) { try body(view(receipt, files[row] ?? [], readings[row])) }
                     pending.removeAll(keepingCapacity: true)
                     rows.removeAll(keepingCapacity: true)
                 }
@@ -198,6 +207,7 @@ extension Vault {
                 receipt.modifiedAt = w.now
                 try w.updateReceipt(receipt)
                 try w.recordChange(receipt.id, zone: receipt.zone, .upsert)
+                try confirmReading(db, receipt, setting: changes)
                 return try views(db, [receipt])[0]
             }
         }
@@ -251,16 +261,31 @@ extension Vault {
     /// Receipts with their attachments (a handful: one query for their files).
     func views(_ db: Database, _ receipts: [Receipt]) throws -> [ReceiptView] {
         let files = try Catalog.files(db, of: receipts.map(\.id))
-        return receipts.map { view($0, files[$0.id] ?? []) }
+        var readings: [String: ReceiptReading] = [:]
+        for receipt in receipts {
+            if let row = try Catalog.receiptRow(db, id: receipt.id) { readings[receipt.id] = try Catalog.readings(db, ofRows: [row])[row] }
+        }
+        return receipts.map { view($0, files[$0.id] ?? [], readings[$0.id]) }
     }
 
-    func view(_ r: Receipt, _ files: [AttachedFile]) -> ReceiptView {
-        ReceiptView(id: r.id, zone: r.zone, merchant: r.merchant, date: r.date, total: r.total, currency: r.currency,
+    func view(_ r: Receipt, _ files: [AttachedFile], _ reading: ReceiptReading? = nil) -> ReceiptView {
+        var view = ReceiptView(id: r.id, zone: r.zone, merchant: r.merchant, date: r.date, total: r.total, currency: r.currency,
                     category: r.category, note: r.note, tags: r.tags,
                     attachments: files.map {
                         ReceiptView.File(sha256: $0.sha256.hex, filename: $0.filename, size: $0.size, mediaType: $0.mediaType)
                     },
                     status: r.status, claim: r.claim, reimbursedOn: r.reimbursedOn)
+        // What changed since the reading (a person's edit synced in, a manifest) is no longer the reading's.
+        for (name, field) in reading?.fields ?? [:] {
+            let current = Self.value(of: name, in: r)
+            if field.filled, current == field.value {
+                view.filled.append(name)
+            } else if !field.filled, current == nil {
+                view.suggestions[name] = FieldSuggestion(value: field.value, confidence: field.confidence, line: field.line)
+            }
+        }
+        view.filled.sort()
+        return view
     }
 
     /// A full id, or a unique prefix of at least 8 characters.

@@ -14,7 +14,7 @@ enum MerchantFinder {
     /// Lines that are never the name.
     static let notNames = [
         "TAXINVOICE", "INVOICE", "RECEIPT", "CASHBILL", "SIMPLIFIED", "WELCOME", "THANKYOU", "GSTID", "GSTNO", "GSTREG",
-        "COREG", "ROC", "TEL", "FAX", "PHONE", "EMAIL", "WWW", "HTTP", "JALAN", "JLN", "TAMAN", "LOT", "STREET", "ROAD",
+        "COREG", "CONO", "COMPANYNO", "REGNO", "ROC", "TEL", "FAX", "PHONE", "EMAIL", "WWW", "HTTP", "JALAN", "JLN", "TAMAN", "LOT", "STREET", "ROAD",
         "AVENUE", "STRASSE", "STRAßE", "RUE", "DATE", "TIME", "CASHIER", "TABLE", "ORDER", "DOCUMENTNO", "BILLNO", "MEMBER",
         "QUITTUNG", "KASSENBON", "BELEG", "RECHNUNG", "FACTURE", "TICKET", "COPY", "DUPLICATE", "REPRINT", "OPENINGHOURS",
         "SHOPPINGHOURS", "UIDNR", "STNR", "SIRET", "TVAINTRA", "VATNO", "VATREG", "ABN",
@@ -29,11 +29,20 @@ enum MerchantFinder {
         }
         let candidates = header.filter(isNameLike)
         // A company's name may carry its branch's place (`(TAMAN DAYA) SDN BHD`): only a title before it disqualifies it.
-        if let company = header.first(where: { hasCompanyWord($0) && !startsWithNotName($0) && $0.contains(where: \.isLetter) }) {
-            return (tidy(company), candidates.first == company || candidates.isEmpty ? 0.9 : 0.8, company)
+        let companies = header.filter { hasCompanyWord($0) && !startsWithNotName($0) && !tidy($0).isEmpty }
+        if let company = companies.first(where: hasLegalForm) ?? companies.first {
+            let sure = hasLegalForm(company) || candidates.first == company
+            return (tidy(company), sure ? 0.9 : 0.8, company)
         }
-        guard let first = candidates.first else { return nil }
+        guard let first = candidates.first(where: { !tidy($0).isEmpty }) else { return nil }
         return (tidy(first), 0.6, first)
+    }
+
+    /// A legal form after the name (SDN BHD, S/B, GMBH, LLC …): the line is the company's own name.
+    static func hasLegalForm(_ line: String) -> Bool {
+        let upper = " " + line.uppercased().replacingOccurrences(of: ".", with: "") + " "
+        return [" SDN BHD", " S/B", " BHD", " LLC", " INC", " GMBH", " LTD", " LIMITED", " PLC", " SARL", " SRL", " AG ", " KG "]
+            .contains { upper.contains($0) }
     }
 
     static func isNameLike(_ line: String) -> Bool {
@@ -65,12 +74,15 @@ enum MerchantFinder {
         }
     }
 
-    /// The name as printed, its spacing tidied and a trailing registration number in brackets dropped.
+    /// The name as printed, its spacing tidied, stray marks at its ends (`* `, `| `, `: `, ` _`) and a
+    /// trailing registration number in brackets dropped.
     static func tidy(_ line: String) -> String {
         var name = line.split(whereSeparator: \.isWhitespace).joined(separator: " ")
         if let open = name.lastIndex(of: "("), name[open...].contains(where: \.isNumber) {
-            name = String(name[..<open]).trimming([" ", ",", "-"])
+            name = String(name[..<open])
         }
+        let stray: Set<Character> = [" ", ",", "-", "*", "|", ":", "_", "~", "»", "«", "•", "'", "\"", "‘", "’", "“", "”", "©"]
+        name = name.trimming(stray)
         return name
     }
 

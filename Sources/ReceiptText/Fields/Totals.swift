@@ -43,13 +43,31 @@ enum TotalFinder {
         guard let best = candidates.max(by: { $0.weight < $1.weight }) else { return nil }
         let agreeing = candidates.filter { $0.amount.cents == best.amount.cents }
         let disagreeing = candidates.filter { $0.amount.cents != best.amount.cents && $0.weight >= best.weight }
-        var confidence = best.weight * 0.85
+        var confidence = best.weight * 0.8
         if agreeing.count > 1 { confidence += 0.1 }
-        if paymentConfirms(best.amount.cents, lines: lines, letters: letters) { confidence += 0.1 }
-        if sumConfirms(best.amount.cents, lines: lines, letters: letters) { confidence += 0.1 }
         if largestConfirms(best.amount.cents, lines: lines, letters: letters) { confidence += 0.05 }
+        // Arithmetic the receipt prints that comes out at this amount: a misread amount almost never does.
+        let bestLine = lines.firstIndex { best.line.hasPrefix($0) } ?? lines.count
+        if best.weight >= 0.85, paymentConfirms(best.amount.cents, lines: lines, letters: letters)
+            || sumConfirms(best.amount.cents, lines: lines, letters: letters)
+            || itemsConfirm(best.amount.cents, lines: Array(lines[..<bestLine]), letters: Array(letters[..<bestLine])) {
+            confidence = max(confidence + 0.15, 0.92)
+        }
         if !disagreeing.isEmpty { confidence -= 0.3 }
         return (best.amount, max(0, min(1, confidence)), best.line)
+    }
+
+    /// The items above the total line add up to it (the last amount of each line that names no sum).
+    static func itemsConfirm(_ total: Int64, lines: [String], letters: [String]) -> Bool {
+        var sum: Int64 = 0
+        var count = 0
+        for (line, letters) in zip(lines, letters) {
+            guard labelWeight(letters) == nil, !["TOTAL", "CASH", "CHANGE", "TENDER", "PAID", "CARD", "VISA"]
+                .contains(where: { letters.contains($0) }), let amount = AmountScanner.amounts(in: line).last else { continue }
+            sum += amount.cents
+            count += 1
+        }
+        return count >= 1 && sum == total
     }
 
     static func labelWeight(_ letters: String) -> Double? {

@@ -1,0 +1,254 @@
+import Foundation
+import GRDB
+import ReceiptCatalog
+import ReceiptText
+
+/// A field the vault offers from a receipt's text, as `list`, `show` and `review` print it.
+public struct FieldSuggestion: Codable, Sendable, Equatable {
+    public var value: String
+    public var confidence: Double
+    public var line: String
+}
+
+/// One file's extracted text, as `show --text` prints it.
+public struct ExtractedText: Codable, Sendable, Equatable {
+    public var filename: String
+    public var text: String?
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(filename, forKey: .filename)
+        try c.encode(text, forKey: .text)
+    }
+}
+
+/// Reading receipts: after their text is extracted, the fields a receipt leaves blank are filled from
+/// it when the text is certain, else offered as suggestions; a value a person typed is never touched.
+/// A person confirms (`review accept`, `edit`) and teaches: a renamed header line becomes a merchant
+/// alias, a confirmed day order is remembered for the merchant.
+extension Vault {
+    /// The fields a reading may fill, in the order they are read.
+    static let readFields: [ReadField] = [.merchant, .date, .total, .currency]
+
+    /// Reads the receipts that hold one of `blobs` (whose text was just stored) in writable zones.
+    /// Returns how many receipts had a field filled or suggested.
+    @discardableResult
+    func readReceipts(holding blobs: [String]) throws -> Int {
+        guard !blobs.isEmpty else { return 0 }
+        let version = TextExtractor.version
+        let rows = try wrapped { try catalog.read { db in try Catalog.receiptRows(db, withBlobs: blobs) } }
+        var read = 0
+        for start in stride(from: 0, to: rows.count, by: 256) {
+            read += try wrapped {
+                try mutate { db in
+                    let locale = try Catalog.setting(db, Self.localeSetting).flatMap(DateOrder.init(locale:))
+                    let aliases = try Catalog.merchantAliases(db)
+                    var count = 0
+                    for (row, id) in rows[start..<min(start + 256, rows.count)] {
+                        guard var receipt = try Catalog.receipt(db, id),
+                              try Catalog.zone(db, receipt.zone)?.role.canWrite == true else { continue }
+                        let texts = try Catalog.texts(db, ofRow: row, extractor: version)
+                        guard !texts.isEmpty else { continue }
+                        let text = texts.map(\.text).joined(separator: "\n")
+                        var reader = ReceiptReader(order: locale, merchantAliases: aliases)
+                        // A merchant's own day order, once a person confirmed one, outranks the vault's.
+                        let merchant = receipt.merchant ?? reader.read(text).first { $0.field == .merchant }?.value
+                        if let merchant, let order = try Catalog.dateOrder(db, merchantKey: ReceiptReader.aliasKey(merchant)) {
+                            reader.order = DateOrder(rawValue: order)
+                        }
+                        var reading = ReceiptReading(extractor: version, fields: [:])
+                        for proposal in reader.read(text) where Self.readFields.contains(proposal.field) {
+                            let name = proposal.field.rawValue
+                            guard Self.value(of: name, in: receipt) == nil else { continue }
+                            let fill = proposal.fills && (try? Self.canonical(proposal.field, proposal.value)) != nil
+                            if fill { Self.set(name, to: proposal.value, in: &receipt) }
+                            reading.fields[name] = FieldReading(value: proposal.value, confidence: proposal.confidence,
+                                                                line: proposal.line, filled: fill)
+                        }
+                        guard !reading.fields.isEmpty else { continue }
+                        let w = CatalogWriter(db)
+                        if !reading.filled.isEmpty {
+                            receipt.modifiedAt = w.now
+                            try w.updateReceipt(receipt)
+                            try w.recordChange(receipt.id, zone: receipt.zone, .upsert)
+                        }
+                        try w.setReading(reading, row: row)
+                        count += 1
+                    }
+                    return count
+                }
+            }
+        }
+        return read
+    }
+
+    /// Confirms the filled fields of a receipt and takes its suggestions (`fields`, or all of them).
+    @discardableResult
+    public func acceptReading(_ idOrPrefix: String, fields: [String]? = nil) throws -> ReceiptView {
+        try wrapped {
+            try mutate { db in
+                let id = try resolveReceipt(db, idOrPrefix)
+                guard var receipt = try Catalog.receipt(db, id), let row = try Catalog.receiptRow(db, id: id) else {
+                    throw VaultError(.notFound, "no receipt \(idOrPrefix)")
+                }
+                try requireWritable(db, receipt.zone)
+                var reading = try Catalog.readings(db, ofRows: [row])[row] ?? ReceiptReading(extractor: "", fields: [:])
+                let names = try (fields ?? reading.fields.keys.sorted()).map(Self.fieldName)
+                for name in names where reading.fields[name] == nil {
+                    throw VaultError.bad("receipt \(id) has no filled or suggested \(name) to accept")
+                }
+                let w = CatalogWriter(db)
+                var changed = false
+                for name in names {
+                    guard let field = reading.fields[name] else { continue }
+                    if !field.filled, Self.value(of: name, in: receipt) == nil {
+                        Self.set(name, to: try Self.canonical(ReadField(rawValue: name)!, field.value), in: &receipt)
+                        changed = true
+                    }
+                    try learn(w, name: name, reading: field, confirmed: Self.value(of: name, in: receipt) ?? field.value,
+                              merchant: receipt.merchant ?? reading.fields["merchant"]?.value)
+                    reading.fields[name] = nil
+                }
+                if changed {
+                    receipt.modifiedAt = w.now
+                    try w.updateReceipt(receipt)
+                    try w.recordChange(receipt.id, zone: receipt.zone, .upsert)
+                }
+                try w.setReading(reading, row: row)
+                return try views(db, [receipt])[0]
+            }
+        }
+    }
+
+    /// An edit confirms what it sets: those fields leave the receipt's reading, and what the person
+    /// wrote teaches the reader (called inside the edit's transaction).
+    func confirmReading(_ db: Database, _ receipt: Receipt, setting changes: ReceiptMetadata) throws {
+        guard let row = try Catalog.receiptRow(db, id: receipt.id), var reading = try Catalog.readings(db, ofRows: [row])[row] else { return }
+        let w = CatalogWriter(db)
+        for name in Self.readFields.map(\.rawValue) where Self.value(of: name, in: changes) != nil {
+            guard let field = reading.fields[name] else { continue }
+            if let value = Self.value(of: name, in: receipt) {
+                try learn(w, name: name, reading: field, confirmed: value, merchant: receipt.merchant ?? reading.fields["merchant"]?.value)
+            }
+            reading.fields[name] = nil
+        }
+        try w.setReading(reading, row: row)
+    }
+
+    /// A merchant confirmed or renamed becomes the alias of the header line it was read from; a date
+    /// confirmed where the print left the day order open remembers that order for the merchant.
+    func learn(_ w: CatalogWriter, name: String, reading: FieldReading, confirmed: String, merchant: String?) throws {
+        switch name {
+        case "merchant":
+            let key = ReceiptReader.aliasKey(reading.line)
+            if !key.isEmpty { try w.setMerchantAlias(headerKey: key, merchant: confirmed) }
+        case "date":
+            guard let merchant else { return }
+            for printed in DateScanner.dates(in: reading.line) where printed.settled == nil {
+                for order in [DateOrder.dayFirst, .monthFirst] where printed.reading(order)?.description == confirmed {
+                    try w.setDateOrder(merchantKey: ReceiptReader.aliasKey(merchant), order: order.rawValue)
+                }
+            }
+        default:
+            return
+        }
+    }
+
+    /// Receipts with filled or suggested fields left to review, oldest reading first.
+    public func forEachToReview(zone: String? = nil, _ body: (ReceiptView) throws -> Void) throws {
+        try wrapped {
+            try catalog.read { db in
+                if let zone { _ = try requireZone(db, zone) }
+                var after: Int64 = 0
+                while true {
+                    let rows = try Catalog.rowsToReview(db, after: after, limit: 256)
+                    guard let last = rows.last else { return }
+                    after = last
+                    let receipts = try Catalog.receipts(db, ofRows: rows)
+                    for receipt in receipts where zone == nil || receipt.zone == zone {
+                        let view = try views(db, [receipt])[0]
+                        if !view.filled.isEmpty || !view.suggestions.isEmpty { try body(view) }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The text extracted from each of a receipt's files (nil where none is yet), in the files' order.
+    public func extractedTexts(_ idOrPrefix: String) throws -> [ExtractedText] {
+        try wrapped {
+            try catalog.read { db in
+                let id = try resolveReceipt(db, idOrPrefix)
+                guard let row = try Catalog.receiptRow(db, id: id) else { throw VaultError(.notFound, "no receipt \(idOrPrefix)") }
+                let texts = try Catalog.texts(db, ofRow: row, extractor: TextExtractor.version)
+                return try Catalog.files(db, ofRows: [row])[row, default: []].map { file in
+                    ExtractedText(filename: file.filename, text: texts.first { $0.filename == file.filename }?.text)
+                }
+            }
+        }
+    }
+
+    /// The vault's locale, which says the day order of a date the receipt leaves open.
+    static let localeSetting = "locale"
+
+    public func setLocale(_ locale: String) throws {
+        guard locale.count <= 35, locale.allSatisfy({ $0.isASCII && ($0.isLetter || $0 == "-" || $0 == "_") }),
+              DateOrder(locale: locale) != nil else {
+            throw VaultError.bad("invalid locale '\(locale)': give a language and region such as en-US, de-DE or en-MY")
+        }
+        try wrapped { try mutate { db in try CatalogWriter(db).setSetting(Self.localeSetting, locale) } }
+    }
+
+    public func configuration() throws -> [String: String] {
+        try wrapped { try catalog.read { db in try Catalog.setting(db, Self.localeSetting).map { ["locale": $0] } ?? [:] } }
+    }
+
+    // MARK: - Fields by name
+
+    static func fieldName(_ text: String) throws -> String {
+        let name = text.trimmingCharacters(in: .whitespaces).lowercased()
+        guard readFields.map(\.rawValue).contains(name) else {
+            throw VaultError.bad("unknown field '\(text)': give merchant, date, total or currency")
+        }
+        return name
+    }
+
+    static func canonical(_ field: ReadField, _ value: String) throws -> String {
+        switch field {
+        case .merchant: return try Validate.text(value, field: "merchant")
+        case .date: return try Validate.date(value)
+        case .total, .tax: return try Validate.total(value)
+        case .currency: return try Validate.currency(value)
+        }
+    }
+
+    static func value(of name: String, in r: Receipt) -> String? {
+        switch name {
+        case "merchant": return r.merchant
+        case "date": return r.date
+        case "total": return r.total
+        case "currency": return r.currency
+        default: return nil
+        }
+    }
+
+    static func value(of name: String, in m: ReceiptMetadata) -> String? {
+        switch name {
+        case "merchant": return m.merchant
+        case "date": return m.date
+        case "total": return m.total
+        case "currency": return m.currency
+        default: return nil
+        }
+    }
+
+    static func set(_ name: String, to value: String, in r: inout Receipt) {
+        switch name {
+        case "merchant": r.merchant = value
+        case "date": r.date = value
+        case "total": r.total = value
+        case "currency": r.currency = value
+        default: break
+        }
+    }
+}
