@@ -682,7 +682,25 @@ def main():
                     help="only text extraction: born-digital PDFs/s and OCR pages/s of `receipt index` (bench.d/extract.py)")
     ap.add_argument("--baseline", metavar="PATH",
                     help="with --web: another receipt binary, measured side by side, request by request")
+    ap.add_argument("--receipts", metavar="DIR",
+                    help="only how well receipts are read: words, search by total and name, fields, OCR time beside "
+                         "plain tesseract, on a folder of images with ground truth (bench.d/receipts.py)")
+    ap.add_argument("--locale", metavar="LOCALE", help="with --receipts: the vault's locale (receipt config locale)")
     a = ap.parse_args()
+    if a.receipts:
+        import receipts
+        b = Bench(a)
+        os.makedirs(b.logs, exist_ok=True)
+        b.build_receipt()
+        if not b.receipt:
+            sys.exit("bench: no receipt binary: %s" % b.why_not)
+        text = receipts.run(b.receipt, os.path.abspath(a.receipts), os.path.join(a.work, "receipts"), a.locale, b.log)
+        text = "## tools/bench --receipts, %s\n\nCommand: `%s`.\n\n%s" % (
+            time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), " ".join(["tools/bench"] + sys.argv[1:]), text)
+        print(text)
+        with open(a.out or os.path.join(a.work, "receipts-results.md"), "w") as f:
+            f.write(text)
+        return
     if a.extract:
         a.timeout = a.timeout or 900
         b = Bench.fresh(a)
