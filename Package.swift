@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "BlobStore", targets: ["BlobStore"]),
         .library(name: "ReceiptWire", targets: ["ReceiptWire"]),
         .library(name: "ReceiptVault", targets: ["ReceiptVault"]),
+        .library(name: "ReceiptServer", targets: ["ReceiptServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -115,7 +116,7 @@ let package = Package(
                     swiftSettings: strict),
         // Replays every input the fuzz targets in Fuzz/ ever crashed on (Fuzz/regressions/) through
         // the same checks, without the fuzzer.
-        .testTarget(name: "FuzzRegressionTests", dependencies: ["BlobStore", "ReceiptVault", "ReceiptWire"],
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["BlobStore", "ReceiptVault", "ReceiptWire", "ReceiptServer"],
                     swiftSettings: strict),
         .testTarget(name: "ReceiptSyncTests", dependencies: [
             "ReceiptSync", "ReceiptServer", "ReceiptCommands", "TestSupport",

@@ -20,6 +20,7 @@ let package = Package(
             .product(name: "BlobStore", package: "receipt"),
             .product(name: "ReceiptVault", package: "receipt"),
             .product(name: "ReceiptWire", package: "receipt"),
+            .product(name: "ReceiptServer", package: "receipt"),
         ], swiftSettings: strict),
         .target(name: "CFuzzerDriver"),
         fuzzTarget("FuzzManifest"),
@@ -27,5 +28,6 @@ let package = Package(
         fuzzTarget("FuzzWire"),
         fuzzTarget("FuzzNames"),
         fuzzTarget("FuzzXZ"),
+        fuzzTarget("FuzzWebForm"),
     ]
 )

@@ -116,6 +116,8 @@ public enum RemoteTrust: Sendable, Equatable {
 }
 
 /// Which hosts are this machine: plain `http://` is allowed to them only, unless `--insecure-http`.
+/// `localhost`, 127.0.0.0/8 and `::1`, nothing else: a name under `.localhost` is resolved like any
+/// other name, by resolvers that may send it anywhere.
 enum IPv4or6 {
     static func isAddress(_ host: String) -> Bool {
         var v4 = in_addr(), v6 = in6_addr()
@@ -125,7 +127,11 @@ enum IPv4or6 {
 
     static func isLoopback(_ host: String) -> Bool {
         let bare = (host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host).lowercased()
-        if bare == "localhost" || bare.hasSuffix(".localhost") || bare == "::1" { return true }
+        if bare == "localhost" { return true }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, bare, &v6) == 1 {   // ::1 however written
+            return withUnsafeBytes(of: &v6) { $0.elementsEqual([UInt8](repeating: 0, count: 15) + [1]) }
+        }
         var v4 = in_addr()
         guard inet_pton(AF_INET, bare, &v4) == 1 else { return false }
         return withUnsafeBytes(of: &v4) { $0.first == 127 }

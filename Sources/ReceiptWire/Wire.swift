@@ -313,6 +313,10 @@ extension WireReceipt {
             if a.filename.count > Self.maxFieldLength || a.mediaType.count > Self.maxFieldLength {
                 return "the attachment \(a.sha256) has a name or media type that is too long"
             }
+            // A name, not a path (nor a string SQLite would cut): what the vault's import accepts.
+            if a.filename.utf8.contains(0) || a.filename.utf8.contains(UInt8(ascii: "/")) {
+                return "the attachment \(a.sha256) has a file name with a NUL or '/'"
+            }
         }
         return nil
     }

@@ -28,4 +28,5 @@ final class FuzzRegressionTests: XCTestCase {
     func testWire() throws { try replay("FuzzWire", checkWire) }
     func testNames() throws { try replay("FuzzNames", checkNames) }
     func testXZ() throws { try replay("FuzzXZ", checkXZ) }
+    func testWebForm() throws { try replay("FuzzWebForm", checkWebForm) }
 }

@@ -10,6 +10,8 @@ public struct WebOptions: Sendable {
     /// Marks the session cookie `Secure` (set when the server speaks TLS).
     public var secureCookies: Bool
     public init(secureCookies: Bool = false) { self.secureCookies = secureCookies }
+    /// The scheme browsers reach the server by: `https` exactly when it speaks TLS (and sets secure cookies).
+    var scheme: String { secureCookies ? "https" : "http" }
 }
 
 /// The web view (docs/PROTOCOL.md "Web view"): sign-in with a password and a session cookie, then
@@ -106,11 +108,23 @@ struct WebRoutes {
         }
     }
 
-    /// True when the request names no other site as its origin (browsers send `Origin` with every POST).
+    /// True unless the request names another site as where it comes from: its `Origin` (browsers
+    /// send one with every cross-site POST), else its `Referer`, must have this server's scheme, host
+    /// and port. A request with neither is no browser's cross-site form; its CSRF token is still checked.
     func sameOrigin(_ request: Request) -> Bool {
-        guard let origin = request.headers[.origin] else { return true }
-        guard let authority = request.head.authority else { return false }
-        return origin == "http://\(authority)" || origin == "https://\(authority)"
+        guard let claimed = request.headers[.origin] ?? request.headers[.referer] else { return true }
+        return Self.isSameOrigin(claimed, authority: request.head.authority, scheme: web.scheme)
+    }
+
+    /// True when the URL `claimed` has `scheme` and the host and port of `authority` (the request's
+    /// `Host`), a missing port being the scheme's default.
+    static func isSameOrigin(_ claimed: String, authority: String?, scheme: String) -> Bool {
+        let defaultPort = scheme == "https" ? 443 : 80
+        guard let authority, let origin = URLComponents(string: claimed), origin.scheme?.lowercased() == scheme,
+              origin.user == nil, origin.password == nil, let host = origin.host?.lowercased(), !host.isEmpty,
+              let served = URLComponents(string: "\(scheme)://\(authority)"), served.path.isEmpty, served.query == nil, served.user == nil,
+              let servedHost = served.host?.lowercased() else { return false }
+        return host == servedHost && (origin.port ?? defaultPort) == (served.port ?? defaultPort)
     }
 
     /// A state-changing POST with a url-encoded body: refused (403) unless it comes with a live
@@ -135,11 +149,7 @@ struct WebRoutes {
         } catch is NIOTooManyBytesError {
             throw ServerError(413, "the form is larger than 64 KiB")
         }
-        do {
-            return try URLEncodedFormDecoder().decode([String: String].self, from: String(buffer: buffer))
-        } catch {
-            throw ServerError.bad("the form could not be read")
-        }
+        return try decodeForm(String(buffer: buffer), what: "the form")
     }
 
     // MARK: Sign-in
@@ -164,19 +174,25 @@ struct WebRoutes {
         guard WireName.isValid(name), !password.isEmpty else {
             return signInPage(message: "Enter an account name and its password.", name: name, status: .badRequest)
         }
-        let keys = ["account:\(name)", "address:\(context.remoteAddress ?? "unknown")"]
-        let wait = await throttle.wait(for: keys)
-        if wait > 0 {
+        let address = context.remoteAddress ?? "unknown"
+        if let wait = await throttle.admit(account: name, address: address) {
             var response = signInPage(message: "Too many failed sign-ins: try again in \(wait) seconds.", name: name,
                                       status: .tooManyRequests)
             response.headers[.retryAfter] = "\(wait)"
             return response
         }
-        guard let account = try await catalog.checkPassword(account: name, password: password) else {
-            await throttle.failed(keys)
+        let account: Account?
+        do {
+            account = try await catalog.checkPassword(account: name, password: password)
+        } catch {
+            await throttle.abandoned(account: name, address: address)
+            throw error
+        }
+        guard let account else {
+            await throttle.failed(account: name, address: address)
             return signInPage(message: "The account name or password is wrong.", name: name, status: .unauthorized)
         }
-        await throttle.succeeded(keys)
+        await throttle.succeeded(account: name, address: address)
         let id = try await catalog.openSession(for: account)
         var response = redirect("/")
         response.setCookie(cookie(value: id, maxAge: Int(ServerCatalog.sessionLifetimeMilliseconds / 1000)))
@@ -197,37 +213,11 @@ struct WebRoutes {
 
     func zonePage(_ request: Request, context: ServerContext, session: WebSession) async throws -> Response {
         let owner = try context.name("owner"), name = try context.name("zone")
-        // As a form's GET sends it (`+` for a space), which Hummingbird's queryParameters do not decode.
-        let query = (try? URLEncodedFormDecoder().decode([String: String].self, from: request.uri.query ?? "")) ?? [:]
-        func value(_ key: String) -> String? {
-            guard let text = query[key]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
-            return text
-        }
-        var filter = WebFilter()
-        filter.words = WebSearch.words(value("q") ?? "")
-        filter.from = try value("from").map { try Self.checkDate($0, "from") }
-        filter.to = try value("to").map { try Self.checkDate($0, "to") }
-        filter.merchant = value("merchant")
-        filter.category = value("category")
-        if let status = value("status") {
-            guard WebFilter.statuses.contains(status) else {
-                throw ServerError.bad("the status \(status) is not one of \(WebFilter.statuses.joined(separator: ", "))")
-            }
-            filter.status = status
-        }
-        let pageNumber = max(1, Int(value("page") ?? "1") ?? 1)
-        let result = try await catalog.webZonePage(owner: owner, name: name, filter: filter,
-                                                   offset: (pageNumber - 1) * Self.pageSize, limit: Self.pageSize,
-                                                   caller: session.account)
+        let query = try WebListQuery(query: request.uri.query ?? "")
+        let filter = query.filter
+        let result = try await catalog.webZonePage(owner: owner, name: name, filter: filter, offset: query.offset,
+                                                   limit: Self.pageSize, caller: session.account)
         let base = Self.zonePath(owner, name)
-        func pageLink(_ n: Int) -> String {
-            var items = ["q", "from", "to", "merchant", "category", "status"].compactMap { key in value(key).map { URLQueryItem(name: key, value: $0) } }
-            items.append(URLQueryItem(name: "page", value: "\(n)"))
-            var components = URLComponents()
-            components.path = base
-            components.queryItems = items
-            return components.string ?? base
-        }
         let receipts: [[String: Any]] = result.receipts.map { row in
             var values: [String: Any] = ["href": "\(base)/r/\(row.id)", "date": row.receipt.date ?? "", "merchant": row.receipt.merchant ?? "(no merchant)",
              "category": row.receipt.category ?? "", "total": row.receipt.total ?? "", "currency": row.receipt.currency ?? "",
@@ -240,13 +230,13 @@ struct WebRoutes {
             "count": result.matching, "receipts": receipts, "hasReceipts": !receipts.isEmpty,
             "totals": result.totals.map { ["currency": $0.currency, "total": "\($0.total)", "count": $0.count] as [String: Any] },
             "hasTotals": !result.totals.isEmpty, "canWrite": result.zone.role != .read, "csrf": session.csrf,
-            "filter": ["q": value("q") ?? "", "from": filter.from ?? "", "to": filter.to ?? "",
+            "filter": ["q": query.values["q"] ?? "", "from": filter.from ?? "", "to": filter.to ?? "",
                        "merchant": filter.merchant ?? "", "category": filter.category ?? ""],
             "statuses": [["value": "", "label": "any", "selected": filter.status == nil]]
                 + WebFilter.statuses.map { ["value": $0, "label": $0, "selected": filter.status == $0] },
         ]
-        if pageNumber > 1 { values["previous"] = pageLink(pageNumber - 1) }
-        if pageNumber * Self.pageSize < result.matching { values["next"] = pageLink(pageNumber + 1) }
+        if query.page > 1 { values["previous"] = query.link(base, page: query.page - 1) }
+        if query.page * Self.pageSize < result.matching { values["next"] = query.link(base, page: query.page + 1) }
         return html(WebTemplates.render("zone", values), title: Self.label(owner, name, session), session: session)
     }
 

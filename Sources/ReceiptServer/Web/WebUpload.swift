@@ -94,7 +94,8 @@ extension WebRoutes {
         receipt.currency = metadata.currency
         receipt.category = metadata.category
         receipt.note = metadata.note
-        receipt.modifiedAt = max(ServerCatalog.now(), row.receipt.modifiedAt + 1)
+        // Later than the version it replaces, which a push may have dated as late as Int64.max.
+        receipt.modifiedAt = max(ServerCatalog.now(), row.receipt.modifiedAt == .max ? .max : row.receipt.modifiedAt + 1)
         let result = try await catalog.push(WirePushRequest(records: [WirePushRecord(id: row.id, baseTag: fields["changeTag"], receipt: receipt)]),
                                             owner: owner, name: name, caller: session.account)
         switch result.results.first?.status {
@@ -193,6 +194,7 @@ final class WebUploadReceiver {
         case "content-disposition":
             name = Self.parameter("name", in: value)
             filename = Self.parameter("filename", in: value)
+            if let filename, error == nil { error = Self.refusal(ofFileName: filename) }
         case "content-type":
             contentType = value.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
         default:
@@ -273,9 +275,18 @@ final class WebUploadReceiver {
         return "application/octet-stream"
     }
 
-    /// The last path component, without control characters, at most 255 bytes.
+    /// Why a file part's name cannot be kept (400), nil when it can: one with a NUL or `/` is a cut
+    /// string or a path, not a name, and the vault refuses it too (docs/PROTOCOL.md, "Web view").
+    static func refusal(ofFileName name: String) -> ServerError? {
+        guard name.utf8.contains(0) || name.contains("/") else { return nil }
+        let shown = name.replacingOccurrences(of: "\u{0}", with: "\\0").prefix(100)
+        return ServerError.bad("the file name \(shown) contains a NUL or '/': a file is sent under its name alone")
+    }
+
+    /// The name after its last `\` (a path as old Windows browsers send it), without control
+    /// characters, at most 255 bytes; `upload` when nothing is left.
     static func safeName(_ name: String) -> String {
-        let last = name.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
+        let last = name.split(separator: "\\").last.map(String.init) ?? ""
         var cleaned = String(last.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) }.map(Character.init))
         while cleaned.utf8.count > 255 { cleaned.removeLast() }
         return cleaned.isEmpty || cleaned == "." || cleaned == ".." ? "upload" : cleaned

@@ -1,0 +1,66 @@
+import Foundation
+import Hummingbird
+
+/// The receipt list's query, `?q=&from=&to=&merchant=&category=&status=&page=`, read from what a
+/// form's GET sends. Every value is checked here, before anything reaches SQL or arithmetic: a value
+/// that cannot be one of its kind is a 400 naming it, never a default and never a trap.
+struct WebListQuery: Sendable {
+    var filter = WebFilter()
+    /// From 1 to `maxPage`, so that `offset` and the links' page numbers cannot overflow.
+    var page = 1
+    /// The trimmed, non-empty values of `fields`, as typed (for the form and the page links).
+    var values: [String: String] = [:]
+
+    static let fields = ["q", "from", "to", "merchant", "category", "status"]
+    /// Fifty million receipts at 50 a page: far beyond any zone, far below any overflow.
+    static let maxPage = 1_000_000
+
+    var offset: Int { (page - 1) * WebRoutes.pageSize }
+
+    /// `query` is the URL's query as sent (`+` for a space, which Hummingbird's `queryParameters`
+    /// leave as it is, so the url-encoded form decoder reads it).
+    init(query: String) throws {
+        let decoded = try WebRoutes.decodeForm(query, what: "the list's query")
+        for key in Self.fields {
+            if let text = decoded[key]?.trimmingCharacters(in: .whitespaces), !text.isEmpty { values[key] = text }
+        }
+        filter.words = WebSearch.words(values["q"] ?? "")
+        filter.from = try values["from"].map { try WebRoutes.checkDate($0, "from") }
+        filter.to = try values["to"].map { try WebRoutes.checkDate($0, "to") }
+        filter.merchant = values["merchant"]
+        filter.category = values["category"]
+        if let status = values["status"] {
+            guard WebFilter.statuses.contains(status) else {
+                throw ServerError.bad("the status \(status) is not one of \(WebFilter.statuses.joined(separator: ", "))")
+            }
+            filter.status = status
+        }
+        if let text = decoded["page"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty {
+            guard text.utf8.count <= 7, let n = Int(text), (1...Self.maxPage).contains(n) else {
+                throw ServerError.bad("the page \(text.prefix(40)) is not a whole number from 1 to \(Self.maxPage)")
+            }
+            page = n
+        }
+    }
+
+    /// The list's URL under `base` for page `n`, with this query's filters.
+    func link(_ base: String, page n: Int) -> String {
+        var components = URLComponents()
+        components.path = base
+        components.queryItems = Self.fields.compactMap { key in values[key].map { URLQueryItem(name: key, value: $0) } }
+            + [URLQueryItem(name: "page", value: "\(n)")]
+        return components.string ?? base
+    }
+}
+
+extension WebRoutes {
+    /// A url-encoded form (a POST's body or a GET's query) as its fields; 400 when it is not one
+    /// (bad percent escapes, a key sent as an array or twice).
+    static func decodeForm(_ text: String, what: String) throws -> [String: String] {
+        do {
+            return try URLEncodedFormDecoder().decode([String: String].self, from: text)
+        } catch {
+            throw ServerError.bad("\(what) could not be read as a url-encoded form")
+        }
+    }
+}
