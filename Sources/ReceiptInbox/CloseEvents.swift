@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// inotify where the kernel offers it: a wake-up when a file under the inbox is closed after
-/// writing or moved in, so a finished file need not wait for the next poll. Only a wake-up: when
+/// writing or moved in, so that its settle time starts then, not at the next poll. Only a wake-up: when
 /// inotify is missing, out of watches or silent (network file systems), polling still finds every
 /// file. Each folder of the inbox is watched; folders appearing later are added at the next poll.
 final class CloseEvents {
@@ -30,10 +30,9 @@ final class CloseEvents {
         }
     }
 
-    /// Reads the pending events; returns the paths of the files closed after writing.
-    func drain() -> [String] {
-        guard fd >= 0 else { return [] }
-        var closed: [String] = []
+    /// Reads the pending events (forgetting folders that went away).
+    func drain() {
+        guard fd >= 0 else { return }
         let size = 64 * 1024
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
         defer { buffer.deallocate() }
@@ -46,16 +45,11 @@ final class CloseEvents {
                 let wd = buffer.loadUnaligned(fromByteOffset: offset, as: Int32.self)
                 let mask = buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
                 let length = Int(buffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
-                let nameBytes = UnsafeRawBufferPointer(rebasing: buffer[(offset + 16)..<min(offset + 16 + length, n)])
-                let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
                 offset += 16 + length
                 if mask & UInt32(IN_IGNORED) != 0, let folder = folderByWatch.removeValue(forKey: wd) {
                     watched.remove(folder)
-                } else if mask & UInt32(IN_CLOSE_WRITE) != 0, !name.isEmpty, let folder = folderByWatch[wd] {
-                    closed.append(folder.hasSuffix("/") ? folder + name : folder + "/" + name)
                 }
             }
         }
-        return closed
     }
 }

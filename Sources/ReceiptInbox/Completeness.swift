@@ -1,47 +1,35 @@
-/// Decides when a file under the inbox is complete: its writer closed it (an inotify
-/// IN_CLOSE_WRITE, where the kernel gives one) and it has not changed since, or its signature has
-/// stayed the same for at least one polling interval. The second rule needs nothing from the file
-/// system, so it also works on network file systems where inotify is silent.
+/// Decides when a file under the inbox has settled: its signature (size, mtime, ctime, inode) was
+/// the same at every poll for at least `settle`. A settled file is complete once no process holds it
+/// open for writing (`OpenWriters`, asked by the inbox of settled files only). A close after writing
+/// proves nothing alone: a writer may append in pieces, closing after each. Polls measure it, so it
+/// needs nothing from the file system and works on network file systems too; inotify only wakes the
+/// poll early (`CloseEvents`).
 struct Completeness {
-    let interval: Duration
+    let settle: Duration
     /// The signature each file had when first seen unchanged, and since when.
     private var seen: [String: (signature: FileSignature, since: ContinuousClock.Instant)] = [:]
-    /// Signatures of files whose writer closed them, as they were just after the close.
-    private var closed: [String: FileSignature] = [:]
 
-    init(interval: Duration) {
-        self.interval = interval
+    init(settle: Duration) {
+        self.settle = settle
     }
 
-    /// A writer closed `path`; `signature` is what the file looked like right after.
-    mutating func noteClosed(_ path: String, _ signature: FileSignature) {
-        closed[path] = signature
-    }
-
-    /// Judges the files of one poll: returns those complete now, in the order given. Files no longer
+    /// Judges the files of one poll: returns those settled now, in the order given. Files no longer
     /// present are forgotten.
-    mutating func complete(_ entries: [InboxEntry], now: ContinuousClock.Instant) -> [InboxEntry] {
+    mutating func settled(_ entries: [InboxEntry], now: ContinuousClock.Instant) -> [InboxEntry] {
         var ready: [InboxEntry] = []
         var next: [String: (signature: FileSignature, since: ContinuousClock.Instant)] = [:]
         for entry in entries {
-            // An empty file's close proves nothing: writers often create the file first, close it,
-            // and open it again to write. Polling judges those.
-            if entry.signature.size > 0, closed[entry.path] == entry.signature {
-                ready.append(entry)
-            } else if let before = seen[entry.path], before.signature == entry.signature {
-                if now - before.since >= interval { ready.append(entry) } else { next[entry.path] = before }
-            } else {
-                next[entry.path] = (entry.signature, now)
-            }
+            let before = seen[entry.path]
+            let since = before?.signature == entry.signature ? before?.since ?? now : now
+            next[entry.path] = (entry.signature, since)
+            if now - since >= settle { ready.append(entry) }
         }
         seen = next
-        closed = [:]
         return ready
     }
 
-    /// How many files are waiting to be judged complete.
-    var waiting: Int { seen.count }
-
-    /// When the earliest waiting file can next be judged complete.
-    var nextDecision: ContinuousClock.Instant? { seen.values.map { $0.since + interval }.min() }
+    /// When the earliest file still settling will have settled.
+    func nextSettled(after now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        seen.values.map { $0.since + settle }.filter { $0 > now }.min()
+    }
 }

@@ -1,6 +1,7 @@
 import BlobStore
 import CFileOps
 import Foundation
+import ReceiptVault
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,12 +30,34 @@ enum InboxMove {
         return "\(name)-\(n)"
     }
 
-    /// Renames `path` into `folder` under its own name, or the first suffixed name not taken;
-    /// returns the new path. `before` runs with the chosen name just before the rename (to put the
-    /// `.error` of a failed file beside it first: a kill in between leaves the file in the inbox).
+    /// The folders a file may be moved into: `.imported` and `.failed` of the inbox.
+    static let names = [".imported", ".failed"]
+
+    /// Makes `folder` (inside `inbox`) and the folders between, refusing any that is a symbolic link
+    /// or not a folder: files leave the inbox only into folders of the inbox itself.
+    static func makeRealFolders(_ folder: String, inside inbox: String) throws {
+        var path = inbox
+        for name in folder.dropFirst(inbox.count).split(separator: "/") {
+            path = FileSystem.join(path, String(name))
+            if mkdir(path, 0o755) != 0 && errno != EEXIST { throw PathError("creating folder", path: path, errno: errno) }
+            try requireRealFolder(path)
+        }
+    }
+
+    /// Throws unless `path` is a folder itself (not a symbolic link to one); an absent one is fine.
+    static func requireRealFolder(_ path: String) throws {
+        guard let st = try FileSystem.status(path), !st.isDirectory else { return }
+        throw VaultError(.badInput, "\(path) is " + (st.isSymlink ? "a symbolic link" : "not a folder")
+            + ": files are moved only into folders of the watched folder itself")
+    }
+
+    /// Renames `path` into `folder` (inside `inbox`) under its own name, or the first suffixed name
+    /// not taken; returns the new path. `before` runs with the chosen name just before the rename (to
+    /// put the `.error` of a failed file beside it first: a kill in between leaves the file in the inbox).
     @discardableResult
-    static func move(_ path: String, into folder: String, before: ((String) throws -> Void)? = nil) throws -> String {
-        try FileSystem.makeDirectories(folder)
+    static func move(_ path: String, into folder: String, inside inbox: String,
+                     before: ((String) throws -> Void)? = nil) throws -> String {
+        try makeRealFolders(folder, inside: inbox)
         let name = path.split(separator: "/").last.map(String.init) ?? path
         var n = 1
         while true {

@@ -15,9 +15,4 @@ extension Vault {
     public func catalogTransaction<T>(_ body: (CatalogWriter) throws -> T) throws -> T {
         try locked(.shared) { try catalog.transaction(body) }
     }
-
-    /// The receipt of `zone` that already holds these bytes (under any file name), if any.
-    public func receipt(holdingContent sha256: String, inZone zone: String) throws -> String? {
-        try catalog.receipt(holdingContent: sha256, inZone: zone)
-    }
 }

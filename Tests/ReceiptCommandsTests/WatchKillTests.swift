@@ -23,7 +23,7 @@ final class WatchKillTests: CLITestCase {
         }
         var kills = 0
         for _ in 0..<15 {
-            let watch = try startWatch("--interval", "0.05")
+            let watch = try startWatch("--interval", "0.05", "--settle", "0")
             // The kill's moment: anywhere from start-up to well into the inbox (a random stimulus,
             // not a synchronisation: nothing waits on it).
             usleep(UInt32(random.next() % 700_000))
@@ -35,7 +35,7 @@ final class WatchKillTests: CLITestCase {
         }
         XCTAssertGreaterThan(kills, 0, "no run was killed (seed \(seed))")
         // A last run to the end takes the rest; every file is then a receipt, once.
-        let out = try XCTUnwrap(try json(["watch", inbox, "--once", "--interval", "0.05"]) as? [String: Any])
+        let out = try XCTUnwrap(try json(["watch", inbox, "--once", "--interval", "0.05", "--settle", "0"]) as? [String: Any])
         XCTAssertEqual((out["failed"] as? [Any])?.count, 0)
         try assertEveryFileOnce(expected, seed: seed)
         XCTAssertTrue(files(under: inbox).allSatisfy { $0.hasPrefix(".imported/") }, "\(files(under: inbox))")

@@ -10,7 +10,7 @@ import Glibc
 final class WatchTests: CLITestCase {
     /// Runs `watch --once` and returns the JSON document.
     func watchOnce(status: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
-        try XCTUnwrap(try json(["watch", inbox, "--once", "--interval", "0.1"], status: status, file: file, line: line)
+        try XCTUnwrap(try json(["watch", inbox, "--once", "--interval", "0.1", "--settle", "0"], status: status, file: file, line: line)
             as? [String: Any], file: file, line: line)
     }
 
@@ -20,7 +20,7 @@ final class WatchTests: CLITestCase {
         try folder.write("inbox/.partial.pdf", Samples.jpeg)
         try folder.write("inbox/.hidden/c.txt", Samples.text)
         let before = Self.month()
-        let r = try receipt("watch", inbox, "--once", "--interval", "0.1")
+        let r = try receipt("watch", inbox, "--once", "--interval", "0.1", "--settle", "0")
         let after = Self.month()
         XCTAssertEqual(r.status, 0, r.stderr)
         // A line per file: what became of it, and where it went.
@@ -83,7 +83,7 @@ final class WatchTests: CLITestCase {
         try folder.write("inbox/good.pdf", Samples.pdf)
         let secret = try folder.write("inbox/secret.pdf", Samples.jpeg)
         XCTAssertEqual(chmod(secret, 0), 0)
-        let args = ["--vault", vault, "watch", inbox, "--once", "--interval", "0.1", "--json"]
+        let args = ["--vault", vault, "watch", inbox, "--once", "--interval", "0.1", "--settle", "0", "--json"]
         let r: ReceiptBinary.Result
         if getuid() != 0 {
             r = try ReceiptBinary.run(args, currentDirectory: folder.path)
@@ -132,8 +132,8 @@ final class WatchTests: CLITestCase {
 
     func testAFileStillBeingWrittenIsImportedOnlyOnceItIsClosed() throws {
         try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
-        // An interval far longer than the test: only the writer's close can complete a file here.
-        let watch = try startWatch("--interval", "600")
+        // An interval far longer than the test: only the writer's close wakes the watch here.
+        let watch = try startWatch("--interval", "600", "--settle", "0.3")
         XCTAssertTrue(waitUntil { watch.stderr.contains("watching") }, watch.stderr)
         let partialPath = inbox + "/long-scan.pdf"
         let fd = open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
@@ -160,9 +160,9 @@ final class WatchTests: CLITestCase {
     func testSIGTERMFinishesTheFileInFlightThenExitsZero() throws {
         try folder.write("inbox/a.pdf", Samples.pdf)
         try folder.write("inbox/b.png", Samples.png)
-        // The vault's lock held as gc holds it: watch hashes a.pdf, then waits in its import.
+        // The vault's lock held as gc holds it: watch waits in a.pdf's import, before reading it.
         let lock = try HeldVaultLock(vault: vault)
-        let watch = try startWatch("--interval", "0.1")
+        let watch = try startWatch("--interval", "0.1", "--settle", "0")
         XCTAssertTrue(waitUntil { watch.stderr.contains("waiting for it to finish") }, watch.stderr)
         watch.signal(SIGTERM)
         lock.release()
@@ -177,9 +177,9 @@ final class WatchTests: CLITestCase {
     func testAFileThatVanishesOrChangesDuringItsImportIsNeitherLostNorImportedTwice() throws {
         let gone = try folder.write("inbox/a-gone.pdf", Samples.pdf)
         let lock = try HeldVaultLock(vault: vault)
-        let watch = try startWatch("--interval", "0.1")
+        let watch = try startWatch("--interval", "0.1", "--settle", "0")
         XCTAssertTrue(waitUntil { watch.stderr.contains("waiting for it to finish") }, watch.stderr)
-        // Removed between its hashing and its import: nothing to import, nothing reported.
+        // Removed while its import waited: nothing to import, nothing reported.
         try FileManager.default.removeItem(atPath: gone)
         lock.release()
         try folder.write("inbox/b-next.txt", Samples.text)
@@ -190,11 +190,11 @@ final class WatchTests: CLITestCase {
         XCTAssertFalse(watch.stdout.contains("a-gone.pdf"), watch.stdout)
         XCTAssertFalse(FileManager.default.fileExists(atPath: inbox + "/.failed"))
 
-        // Appended to between its hashing and its import: the receipt holds the bytes read, the
-        // file stays until it is complete again, then is found to be that receipt and moved.
+        // Appended to after it was judged complete, before its import read it: nothing is committed
+        // then, the file is judged again, and its whole bytes become one receipt.
         let grown = try folder.write("inbox/c-grown.txt", "first part\n")
         let lock2 = try HeldVaultLock(vault: vault)
-        let again = try startWatch("--interval", "0.1")
+        let again = try startWatch("--interval", "0.1", "--settle", "0")
         XCTAssertTrue(waitUntil { again.stderr.contains("waiting for it to finish") }, again.stderr)
         let handle = try XCTUnwrap(FileHandle(forWritingAtPath: grown))
         try handle.seekToEnd()
