@@ -86,6 +86,14 @@ final class ReceiptReaderTests: XCTestCase {
         XCTAssertEqual(field(read, .date)?.value, "2019-01-12")
     }
 
+    func testATaxSummarysTotalRowIsNotTheReceiptsTotal() {
+        let text = "SUB-TOTAL (EX) : 4.60\nTOTAL TAX 0.28\nROUNDING 0.02\nTOTAL : 4.90\nCASH 4.90\nCHANGE 0.00\n"
+            + "GST SUMMARY\nSR 6.00 4.60 0.28\nTOTAL: 4.60 0.28\n"
+        let total = field(ReceiptReader().read(text), .total)
+        XCTAssertEqual(total?.value, "4.90")
+        XCTAssertEqual(total?.fills, true, "cash less change confirms it; the summary's row does not contradict it")
+    }
+
     func testATotalWithADecimalComma() {
         let read = ReceiptReader().read("Café de Flore\nPlace Saint-Germain\n2 Café crème 9,60\nTOTAL TTC 11,30 €\nCB 11,30\n")
         XCTAssertEqual(field(read, .total)?.value, "11.30")

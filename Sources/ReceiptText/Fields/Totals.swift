@@ -31,7 +31,9 @@ enum TotalFinder {
     static func find(lines: [String]) -> (amount: PrintedAmount, confidence: Double, line: String)? {
         let letters = lines.map(lettersOnly)
         var candidates: [Candidate] = []
-        for (index, line) in lines.enumerated() {
+        // A tax summary's table (GST SUMMARY … TOTAL 4.60 0.28) sums the tax, not the receipt: its rows are no total.
+        let summary = letters.firstIndex { $0.contains("SUMMARY") || $0.contains("ZUSAMMENFASSUNG") } ?? lines.count
+        for (index, line) in lines.enumerated().prefix(summary) {
             guard let weight = labelWeight(letters[index]) else { continue }
             if let amount = AmountScanner.amounts(in: line).last(where: { $0.cents > 0 }) {
                 candidates.append(Candidate(amount: amount, line: line, weight: weight))
