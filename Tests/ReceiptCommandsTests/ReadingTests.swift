@@ -38,6 +38,15 @@ final class ReadingTests: CLITestCase {
         XCTAssertEqual((try json("review") as? [[String: Any]])?.count, 0, "nothing is left to review")
     }
 
+    func testARotatedPhotoKeepsItsTotal() throws {
+        // Tilted 6°: Tesseract's page layout split its labels from their amounts and the total was lost.
+        let r = try importReceipt("rotated-grocer.jpg")
+        XCTAssertEqual(r["total"] as? String, "9.00")
+        XCTAssertTrue((r["filled"] as? [String] ?? []).contains("total"), "cash 10.00 less change 1.00 confirms it")
+        XCTAssertEqual(r["currency"] as? String, "GBP")
+        XCTAssertEqual(r["merchant"] as? String, "GREEN GROCER LTD")
+    }
+
     func testATypedFieldIsNeverReadOverAndADecimalCommaIsATotal() throws {
         let r = try importReceipt("eu-cafe.jpg", "--merchant", "Café Müller", "--category", "food")
         XCTAssertEqual(r["merchant"] as? String, "Café Müller")
