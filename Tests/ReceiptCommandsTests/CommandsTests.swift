@@ -6,7 +6,8 @@ import XCTest
 /// init, list, show, edit, rm, attach, detach, cat, stats and the global options, through the binary.
 final class CommandsTests: CLITestCase {
     static let receiptKeys: Set<String> = ["id", "zone", "merchant", "date", "total", "currency", "category", "note",
-                                           "tags", "attachments", "status", "claim", "reimbursedOn"]
+                                           "tags", "attachments", "status", "claim", "reimbursedOn",
+                                           "filled", "suggestions"]
     static let attachmentKeys: Set<String> = ["sha256", "filename", "size", "mediaType"]
 
     func testInitOnAnExistingVaultChangesNothingAndSaysSo() throws {
