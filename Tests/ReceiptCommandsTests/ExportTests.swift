@@ -68,6 +68,13 @@ final class ExportTests: CLITestCase {
         XCTAssertTrue(manifest.contains("\"../../etc/Acme, Inc.\n\"\"quoted\"\"\""), "quoted as RFC 4180")
     }
 
+    /// A list's JSON without what is left to review (`filled`, `suggestions`): an export carries a filled
+    /// field as the ordinary value it is, and its re-import takes it as given, so only the review state differs.
+    func withoutReadings(_ json: String) throws -> NSArray {
+        let list = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]])
+        return list.map { $0.filter { $0.key != "filled" && $0.key != "suggestions" } } as NSArray
+    }
+
     func testFolderRoundTripGivesBackTheSameReceiptsIdsAndBytes() throws {
         _ = try fillVault()
         let dest = folder.file("export")
@@ -77,7 +84,7 @@ final class ExportTests: CLITestCase {
         XCTAssertEqual(try ReceiptBinary.run(["--vault", other, "init"]).status, 0)
         let r = try ReceiptBinary.run(["--vault", other, "import", "--manifest", dest + "/manifest.csv"])
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertEqual(try ReceiptBinary.run(["--vault", other, "list", "--json"]).stdout, original)
+        XCTAssertEqual(try withoutReadings(ReceiptBinary.run(["--vault", other, "list", "--json"]).stdout), try withoutReadings(original))
         for name in files(dest) where !name.hasSuffix(".csv") && !name.hasSuffix(".json") {
             let bytes = try Data(contentsOf: URL(fileURLWithPath: dest + "/" + name))
             let cat = try ReceiptBinary.run(["--vault", other, "cat", TestData.sha256(Array(bytes))])
@@ -85,7 +92,7 @@ final class ExportTests: CLITestCase {
         }
         // Importing the same export again changes nothing.
         XCTAssertEqual(try ReceiptBinary.run(["--vault", other, "import", "--manifest", dest + "/manifest.csv"]).status, 0)
-        XCTAssertEqual(try ReceiptBinary.run(["--vault", other, "list", "--json"]).stdout, original)
+        XCTAssertEqual(try withoutReadings(ReceiptBinary.run(["--vault", other, "list", "--json"]).stdout), try withoutReadings(original))
     }
 
     func testZipRoundTripAfterUnzipping() throws {
@@ -103,7 +110,8 @@ final class ExportTests: CLITestCase {
         XCTAssertEqual(try ReceiptBinary.run(["--vault", other, "init"]).status, 0)
         let r = try ReceiptBinary.run(["--vault", other, "import", "--manifest", unzipped + "/manifest.csv"])
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertEqual(try ReceiptBinary.run(["--vault", other, "list", "--json"]).stdout, try receipt("list", "--json").stdout)
+        XCTAssertEqual(try withoutReadings(ReceiptBinary.run(["--vault", other, "list", "--json"]).stdout),
+                       try withoutReadings(receipt("list", "--json").stdout))
     }
 
     func testFiltersSelectByZoneAndDate() throws {
