@@ -89,7 +89,9 @@ final class FaultTests: XCTestCase {
     func testFullDiskEndsInAClearErrorAndRemovesTheStagingFile() async throws {
         if try runAsRootOfOwnNamespace() { return }
         let dir = TemporaryFolder()
-        let mount = try Mount.tmpfs(at: dir.file("small"), size: "2m")
+        // Room for a new catalog (its creation's write-ahead log holds each of its ~45 16 KiB pages,
+        // 2.1 MB in all with catalog v9) and one small file, not for the 4 MB below.
+        let mount = try Mount.tmpfs(at: dir.file("small"), size: "3m")
         let vaultPath = mount.path + "/vault"
         _ = try Vault.create(at: vaultPath)
         let first = try dir.write("in/first.bin", TestData.random(300_000, seed: 1))
@@ -100,8 +102,8 @@ final class FaultTests: XCTestCase {
                                                           size: $0.attachments[0].size, deduplicated: false, existing: false) }
         try before.close()
 
-        // 3 MB of incompressible bytes into what is left of 2 MB.
-        let big = try dir.write("in/big.bin", TestData.random(3_000_000, seed: 2))
+        // 4 MB of incompressible bytes into what is left of 3 MB.
+        let big = try dir.write("in/big.bin", TestData.random(4_000_000, seed: 2))
         let full = try ReceiptBinary.run(["--vault", vaultPath, "import", big])
         XCTAssertEqual(full.status, 1, full.stderr)
         XCTAssertTrue(full.stderr.contains("No space left on device"), full.stderr)
