@@ -11,34 +11,7 @@ import XCTest
 /// the server is still there to answer the next request. Before, `?page=9223372036854775807` on a
 /// zone's list trapped in the page arithmetic and took the server down with it.
 final class ExtremeNumbersTests: XCTestCase {
-    /// `receipt server run`, the account alice (token and web password) signed in on the web, her zone
-    /// `z` holding one receipt whose timestamps are the largest a push can carry.
-    struct Running {
-        /// Holds the server's data folder: the folder is removed when the last reference goes.
-        let folder: TemporaryFolder
-        let server: Process
-        let output: String
-        let port: Int
-        let token: String
-        let raw: Raw
-        let web: WebTestClient
-        let sha: String
-        let receipt: WireReceipt
-        static let id = "00000000-0000-4000-8000-000000000001"
-
-        /// Checks that the process still answers, then stops it: it must end by itself, not by a signal.
-        func stop() async throws {
-            var web = self.web
-            XCTAssertTrue(server.isRunning, "the server stopped: \((try? String(contentsOfFile: output + ".err", encoding: .utf8)) ?? "")")
-            checkEqual(try await web.get("/").status, 200)
-            checkEqual(try await raw.call(.GET, "/v1/zones", token: token).status, 200)
-            kill(server.processIdentifier, SIGTERM)
-            let ended = await CLI.wait(server, output: output)
-            XCTAssertFalse(ended.signaled, ended.stderr)
-        }
-    }
-
-    func start() async throws -> Running {
+    func testExtremeNumbersAreAnsweredAndTheServerGoesOn() async throws {
         let folder = TemporaryFolder("receipt-extreme")
         let data = folder.file("server")
         let token = try await TestServer.addAccount("alice", data: data)
@@ -47,37 +20,26 @@ final class ExtremeNumbersTests: XCTestCase {
         try await store.close()
         let output = folder.file("server-run")
         let server = try CLI.start(["server", "run", "--data", data, "--listen", "127.0.0.1:0", "--json"], output: output)
-        let url: String
-        do {
-            url = try await TLSTests.listeningURL(output, server)
-        } catch {
-            kill(server.processIdentifier, SIGKILL)
-            throw error
-        }
+        defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
+        let url = try await TLSTests.listeningURL(output, server)
         let port = try XCTUnwrap(Int(url.split(separator: ":").last ?? ""))
         let raw = Raw(base: url)
+
+        // A zone with one receipt whose timestamps are the largest a push can carry.
         checkEqual(try await raw.call(.PUT, "/v1/zones/alice/z", token: token).status, 201)
         let bytes = TestData.random(100, seed: 7)
         let sha = TestData.sha256(bytes)
         checkEqual(try await raw.call(.PUT, "/v1/blobs/\(sha)", token: token, body: bytes, json: false).status, 204)
+        let id = "00000000-0000-4000-8000-000000000001"
         let receipt = WireReceipt(merchant: "Edge", total: "1.00", currency: "EUR",
                                   attachments: [WireAttachment(sha256: sha, size: 100, filename: "edge.pdf", mediaType: "application/pdf")],
                                   createdAt: .max, modifiedAt: .max)
         let pushed = try await raw.json(.POST, "/v1/zones/alice/z/push", token: token,
-                                        WirePushRequest(records: [WirePushRecord(id: Running.id, baseTag: nil, receipt: receipt)]))
+                                        WirePushRequest(records: [WirePushRecord(id: id, baseTag: nil, receipt: receipt)]))
         checkEqual(pushed.status, 200, pushed.text)
-        checkTrue(pushed.text.contains(#""status":"saved""#), pushed.text)
+
         var web = WebTestClient(port: port)
         checkEqual(try await web.signIn("alice", "correct horse").status, 303)
-        return Running(folder: folder, server: server, output: output, port: port, token: token, raw: raw, web: web, sha: sha, receipt: receipt)
-    }
-
-    func testExtremeNumbersAreAnsweredAndTheServerGoesOn() async throws {
-        let running = try await start()
-        defer { if running.server.isRunning { kill(running.server.processIdentifier, SIGKILL) } }
-        var web = running.web
-        let (raw, token, port, sha, id) = (running.raw, running.token, running.port, running.sha, Running.id)
-
         for page in ["9223372036854775807", "-9223372036854775808", "99999999999999999999999", "0", "-1", "1000001", "1e3", "abc"] {
             let answer = try await web.get("/z/alice/z?page=\(page)")
             XCTAssertEqual(answer.status, 400, "page=\(page): \(answer.head)")
@@ -88,6 +50,12 @@ final class ExtremeNumbersTests: XCTestCase {
         }
         checkEqual(try await web.get("/z/alice/z?page=1&from=2026-01-01").status, 200)
         checkEqual(try await web.get("/z/alice/z?from=99999-01-01").status, 400)
+        // An edit of the receipt whose modification time is the largest there is.
+        let page = try await web.get("/z/alice/z/r/\(id)")
+        checkEqual(page.status, 200)
+        let tag = try XCTUnwrap(page.body.range(of: #"name="changeTag" value=""#).map { String(page.body[$0.upperBound...].prefix { $0 != "\"" }) })
+        let edited = try await web.post("/z/alice/z/r/\(id)", [("changeTag", tag), ("merchant", "Edge 2"), ("total", "99999999999999999999.999")])
+        checkEqual(edited.status, 303, edited.body)
 
         // The sync API's numbers: a page size, a change token's counter, JSON numbers.
         for limit in ["9223372036854775807", "-9223372036854775808", "99999999999999999999", "0", "501"] {
@@ -104,7 +72,7 @@ final class ExtremeNumbersTests: XCTestCase {
             checkEqual(try await raw.call(.POST, "/v1/zones/alice/z/push", token: token, body: Array(json.utf8)).status, 400, json)
         }
         for size in [Int64.max, -1] {
-            var bad = running.receipt
+            var bad = receipt
             bad.attachments[0].size = size
             let answer = try await raw.json(.POST, "/v1/zones/alice/z/push", token: token,
                                             WirePushRequest(records: [WirePushRecord(id: id, baseTag: changes.records.first?.changeTag, receipt: bad)]))
@@ -122,22 +90,13 @@ final class ExtremeNumbersTests: XCTestCase {
         let ranged = try await RawExchange.send(RawExchange.request("GET", "/v1/blobs/\(sha)", port: port,
                                                                     headers: ["Authorization": "Bearer \(token)", "Range": "bytes=9223372036854775807-"]),
                                                 port: port)
-        checkEqual(ranged.status, 200, ranged.head + ranged.body)
-        try await running.stop()
-    }
+        checkEqual(ranged.status, 200, ranged.head)
 
-    /// A web edit of a receipt a push dated Int64.max is saved: its new modification time is later
-    /// than the last without overflowing (it trapped, and the server was gone).
-    func testAnEditOfAReceiptDatedAsLateAsPossibleIsSaved() async throws {
-        let running = try await start()
-        defer { if running.server.isRunning { kill(running.server.processIdentifier, SIGKILL) } }
-        var web = running.web
-        let page = try await web.get("/z/alice/z/r/\(Running.id)")
-        checkEqual(page.status, 200)
-        let tag = try XCTUnwrap(page.body.range(of: #"name="changeTag" value=""#).map { String(page.body[$0.upperBound...].prefix { $0 != "\"" }) })
-        let edited = try await web.post("/z/alice/z/r/\(Running.id)", [("changeTag", tag), ("merchant", "Edge 2"),
-                                                                       ("total", "99999999999999999999.999")])
-        checkEqual(edited.status, 303, edited.body)
-        try await running.stop()
+        XCTAssertTrue(server.isRunning, "the server stopped: \((try? String(contentsOfFile: output + ".err", encoding: .utf8)) ?? "")")
+        checkEqual(try await web.get("/").status, 200)
+        checkEqual(try await raw.call(.GET, "/v1/zones", token: token).status, 200)
+        kill(server.processIdentifier, SIGTERM)
+        let ended = await CLI.wait(server, output: output)
+        XCTAssertFalse(ended.signaled, ended.stderr)
     }
 }
