@@ -123,11 +123,5 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "GRDB", package: "GRDB.swift"),
         ], swiftSettings: strict),
-        // Every route the server's router knows, probed by role (Tests/ReceiptServerTests).
-        .testTarget(name: "ReceiptServerTests", dependencies: [
-            "ReceiptServer", "ReceiptWire", "BlobStore", "TestSupport",
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "HummingbirdTesting", package: "hummingbird"),
-        ], swiftSettings: strict),
     ]
 )

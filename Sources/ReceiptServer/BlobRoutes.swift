@@ -20,8 +20,7 @@ struct BlobRoutes {
         group.put("blobs/:sha256") { request, context in
             let caller = try context.caller()
             let id = try context.blobID("sha256")
-            try request.refuseBodyOver(limits.maxBlobSize)
-            let staged = try await receive(request.body, expected: id, declared: request.headers[.contentType])
+            let staged = try await receive(request.body, expected: id)
             try await install([staged], caller: caller)
             return Response(status: .noContent)
         }
@@ -32,7 +31,6 @@ struct BlobRoutes {
             return send(id, size: size)
         }
         group.post("blobs/bundle") { request, context in
-            try request.refuseBodyOver(limits.maxBundleSize)
             try await receiveBundle(request.body, caller: try context.caller())
             return Response(status: .noContent)
         }
@@ -65,20 +63,15 @@ struct BlobRoutes {
 
     // MARK: Receiving
 
-    /// Streams the body into a staging file while hashing it; refuses it past the size limit, when
-    /// it does not hash to `expected`, or when it is not of its `declared` type (nothing is kept).
-    func receive(_ body: RequestBody, expected: BlobID, declared: String?) async throws -> StagedBlob {
+    /// Streams the body into a staging file while hashing it; refuses it past the size limit or when
+    /// it does not hash to `expected` (nothing is kept).
+    func receive(_ body: RequestBody, expected: BlobID) async throws -> StagedBlob {
         let incoming = try catalog.blobs.incoming()
         defer { incoming.discard() }
-        var head = HeadBytes()
         for try await buffer in body {
             try checkSize(incoming.size + Int64(buffer.readableBytes), of: expected)
-            try buffer.withUnsafeReadableBytes {
-                head.take($0)
-                try incoming.append($0)
-            }
+            try buffer.withUnsafeReadableBytes { try incoming.append($0) }
         }
-        if let declared { try DeclaredTypes.check(head.bytes, declared: declared, what: "blob \(expected)") }
         return try finish(incoming, expected: expected)
     }
 
