@@ -146,6 +146,7 @@ public final class ServerCatalog: Sendable {
         registerWebRowsMigration(&m)
         registerTextMigrations(&m)
         registerWebSearchMigration(&m)
+        registerTextOwnersMigration(&m)
         return m
     }
 
