@@ -88,7 +88,7 @@ let package = Package(
         .target(name: "ReceiptInbox", dependencies: ["BlobStore", "CFileOps", "ReceiptCatalog", "ReceiptVault"],
                 swiftSettings: strict),
         .target(name: "ReceiptCommands", dependencies: [
-            "BlobStore", "ReceiptCatalog", "ReceiptVault", "ReceiptSync", "ReceiptServer", "ReceiptInbox",
+            "BlobStore", "CFileOps", "CSQLitePolicy", "ReceiptCatalog", "ReceiptVault", "ReceiptSync", "ReceiptServer", "ReceiptInbox",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
@@ -122,6 +122,12 @@ let package = Package(
             "ReceiptSync", "ReceiptServer", "ReceiptCommands", "TestSupport",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "GRDB", package: "GRDB.swift"),
+        ], swiftSettings: strict),
+        // Every route the server's router knows, probed by role (Tests/ReceiptServerTests).
+        .testTarget(name: "ReceiptServerTests", dependencies: [
+            "ReceiptServer", "ReceiptWire", "BlobStore", "TestSupport",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
         ], swiftSettings: strict),
     ]
 )

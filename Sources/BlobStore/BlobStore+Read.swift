@@ -47,15 +47,17 @@ extension BlobStore {
         try copy(id, encoding: encoding, into: out, verify: verify)
     }
 
-    /// `copy(_:encoding:to:)` into a new file created (empty) by the caller; removed on failure.
-    public func copy(_ id: BlobID, encoding: BlobEncoding, into out: FileDescriptor, verify: Bool = true) throws {
-        let destination = out.path
+    /// `copy(_:encoding:to:)` into a new file created (empty) by the caller; removed on failure (by
+    /// its path) unless `removeOnFailure` is false, for a caller that removes it where it created it.
+    public func copy(_ id: BlobID, encoding: BlobEncoding, into out: FileDescriptor, verify: Bool = true,
+                     removeOnFailure: Bool = true) throws {
         do {
             let source = try openInstalled(id)
             defer { source.close() }
             if encoding == .identity && cfileops_ficlone(out.raw, source.raw) == 0 {
                 if verify {
-                    let (actual, _) = try SHA256Hasher.hash(fileAt: destination)
+                    // The clone itself, opened again through its descriptor: its path may name another file by now.
+                    let (actual, _) = try SHA256Hasher.hash(fileAt: "/proc/self/fd/\(out.raw)")
                     if actual != id { throw BlobError.corrupt(id, detail: "its bytes hash to \(actual)") }
                 }
                 return
@@ -64,7 +66,7 @@ extension BlobStore {
             _ = try Self.decode(source, id: id, encoding: encoding) { try writer.write($0) }
             try writer.finish()
         } catch {
-            try? FileSystem.remove(destination)
+            if removeOnFailure { try? FileSystem.remove(out.path) }
             throw error
         }
     }

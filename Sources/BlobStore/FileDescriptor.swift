@@ -22,6 +22,15 @@ public struct FileDescriptor: Sendable {
         return try body(fd)
     }
 
+    /// openat(2): `name` inside the folder `folder` holds open, whatever has become of the folder's
+    /// path since; `path` names it in messages. With `O_CREAT | O_EXCL | O_NOFOLLOW` nothing that is
+    /// there already (a symbolic link included) is opened or followed.
+    public static func open(_ name: String, in folder: FileDescriptor, _ flags: Int32, mode: mode_t = 0o600,
+                            path: String) throws -> FileDescriptor {
+        let fd = try sys("opening", path) { Glibc.openat(folder.raw, name, flags | O_CLOEXEC, mode) }
+        return FileDescriptor(raw: fd, path: path)
+    }
+
     public func close() { _ = Glibc.close(raw) }
 
     /// Reads up to `buffer.count` bytes; 0 means end of file.
@@ -163,6 +172,52 @@ public enum FileSystem {
         }
     }
 
+    /// mkdirat(2): a new folder `name` inside the folder `folder` holds open; EEXIST when the name is
+    /// taken (by anything, a symbolic link too), never an existing folder used instead.
+    public static func makeDirectory(_ name: String, in folder: FileDescriptor, mode: mode_t, path: String) throws {
+        try sys("creating folder", path) { mkdirat(folder.raw, name, mode) }
+    }
+
+    /// unlinkat(2): removes `name` (a file, or with `isFolder` an empty folder) from the folder held
+    /// open; a name already gone is not an error.
+    public static func remove(_ name: String, in folder: FileDescriptor, isFolder: Bool = false) throws {
+        if unlinkat(folder.raw, name, isFolder ? AT_REMOVEDIR : 0) != 0 && errno != ENOENT {
+            throw PathError("removing", path: folder.path + "/" + name, errno: errno)
+        }
+    }
+
+    /// linkat(2) between folders held open: `name` in `from` gets the second name `newName` in `to`;
+    /// EEXIST rather than replace (or follow) what `newName` is.
+    public static func link(_ name: String, in from: FileDescriptor, as newName: String, in to: FileDescriptor,
+                            path: String) throws {
+        try sys("linking as", path) { linkat(from.raw, name, to.raw, newName, 0) }
+    }
+
+    /// Names in a folder held open, without "." and "..".
+    public static func contents(of folder: FileDescriptor) throws -> [String] {
+        let copy = dup(folder.raw)
+        guard copy >= 0, let dir = fdopendir(copy) else {
+            let code = errno
+            if copy >= 0 { _ = Glibc.close(copy) }
+            throw PathError("listing", path: folder.path, errno: code)
+        }
+        defer { closedir(dir) }
+        rewinddir(dir)
+        return names(readFrom: dir)
+    }
+
+    /// The names an open directory stream lists, without "." and "..".
+    private static func names(readFrom dir: OpaquePointer) -> [String] {
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
     /// fsync(2) on a folder, so a rename or unlink inside it survives a power cut.
     public static func syncDirectory(_ path: String) throws {
         try FileDescriptor.with(path, O_RDONLY | O_DIRECTORY) { try $0.sync() }
@@ -203,14 +258,7 @@ public enum FileSystem {
             throw PathError("listing", path: path, errno: errno)
         }
         defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
+        return names(readFrom: dir)
     }
 
     public static func parentPath(_ path: String) -> String {

@@ -62,3 +62,12 @@ void cfileops_fix_malloc_mmap_threshold(int bytes) {
 int cfileops_rename_noreplace(const char *from, const char *to) {
     return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
 }
+
+// A C define, because Swift's conditional compilation carries no strings: a release build passes
+// the commit (tools/build-release does), a plain `swift build` needs nothing.
+#ifndef RECEIPT_COMMIT
+#define RECEIPT_COMMIT "unknown"
+#endif
+const char *cfileops_build_commit(void) {
+    return RECEIPT_COMMIT;
+}

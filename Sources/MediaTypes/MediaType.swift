@@ -17,15 +17,42 @@ public enum MediaType {
     }
 
     /// The type whose signature the bytes start with (binary formats only).
-    static func sniff(_ b: UnsafeRawBufferPointer) -> String? {
-        func matches(_ signature: Signature) -> Bool {
-            signature.allSatisfy { offset, magic in
-                guard b.count >= offset + magic.count else { return false }
-                for (i, m) in magic.enumerated() where b[offset + i] != m { return false }
-                return true
-            }
+    public static func sniff(_ b: UnsafeRawBufferPointer) -> String? {
+        table.first { $0.signatures.contains { starts(b, with: $0) } }?.mediaType
+    }
+
+    /// Whether a file starting with `head` (its first 16 bytes suffice) is recognizably not of the
+    /// `declared` type: it starts with another type's magic bytes, or it is text where a type the
+    /// table knows by its magic bytes is declared (an SVG as image/png). Bytes of no known type
+    /// contradict nothing: a damaged scan keeps the type its name gave it. application/octet-stream
+    /// declares nothing.
+    public static func contradicts(head: UnsafeRawBufferPointer, declared: String) -> Bool {
+        let type = essence(declared)
+        guard type != "application/octet-stream" else { return false }
+        if let sniffed = sniff(head) { return sniffed != type }
+        let binary = table.contains { $0.mediaType == type && !$0.signatures.isEmpty }
+        return binary && head.count > 0 && isText(head)
+    }
+
+    /// What the bytes look like, for a refusal: "image/png", "text", "bytes of no known type".
+    public static func describe(head: UnsafeRawBufferPointer) -> String {
+        sniff(head) ?? (head.count > 0 && isText(head) ? "text" : "bytes of no known type")
+    }
+
+    /// The type without parameters, in lower case: `Image/PNG; x=y` is `image/png`.
+    public static func essence(_ mediaType: String) -> String {
+        let type = mediaType.prefix { $0 != ";" }
+        guard let first = type.firstIndex(where: { !$0.isWhitespace }),
+              let last = type.lastIndex(where: { !$0.isWhitespace }) else { return "" }
+        return type[first...last].lowercased()
+    }
+
+    static func starts(_ b: UnsafeRawBufferPointer, with signature: Signature) -> Bool {
+        signature.allSatisfy { offset, magic in
+            guard b.count >= offset + magic.count else { return false }
+            for (i, m) in magic.enumerated() where b[offset + i] != m { return false }
+            return true
         }
-        return table.first { $0.signatures.contains(where: matches) }?.mediaType
     }
 
     /// Valid UTF-8 with no NUL in the sample (a multi-byte sequence cut at the end is allowed).

@@ -32,6 +32,7 @@ struct FsckCommand: AsyncParsableCommand {
 
     func run() async throws {
         let path = options.vaultPath
+        SQLiteTemporaryFiles.keep(in: path)
         // Where missing blobs come back from: the sync server, when the catalog can say which. The
         // catalog is closed again at once (the fetcher needs only the blob tree and the settings):
         // repair may set this very file aside.

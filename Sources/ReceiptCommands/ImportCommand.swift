@@ -16,8 +16,9 @@ struct ImportCommand: ParsableCommand {
             Example: receipt import scans/ --date 2025-03-04 --merchant Acme --total 12.34 --currency USD
 
             With --manifest FILE.csv, imports the receipts a CSV describes (columns, any order: path, id, \
-            filename, merchant, date, total, currency, category, note, tags, sha256, zone; only path is \
-            required, relative to the CSV's folder). Every row is checked before anything is written; any \
+            filename, merchant, date, total, currency, category, note, tags, sha256, zone, status, claim, \
+            reimbursed_on; only path is required, relative to the CSV's folder; a ' before a cell beginning \
+            with =, +, -, @, ', tab or CR is taken off). Every row is checked before anything is written; any \
             bad row is reported with its line number and nothing is imported (exit 2). Rows sharing an id \
             form one receipt; a row whose id exists updates that receipt, so re-importing changes nothing.
             Example: receipt import --manifest export-2025/manifest.csv
@@ -64,7 +65,7 @@ struct ImportCommand: ParsableCommand {
             if options.json {
                 // The same document `render` prints, but the rows are spooled to a temporary file as
                 // each batch commits (the failures, which come first, are known only at the end).
-                let spool = try JSONReportSpool()
+                let spool = try JSONReportSpool(in: vault.interimPath)
                 let summary = try vault.importManifestStreamed(manifest, zone: zone, progress: update) { try spool.add($0) }
                 progress.finish()
                 try spool.print(failed: summary.failed)
@@ -73,14 +74,22 @@ struct ImportCommand: ParsableCommand {
             }
             // Lines go out as each batch commits, not all at the end: memory stays flat with the row count.
             var text = ""
-            let summary = try vault.importManifestStreamed(manifest, zone: zone, progress: update) { item in
-                guard !item.existing else { return }
-                text += Self.line(item)
-                if text.utf8.count >= 1 << 16 {
-                    progress.finish()
-                    Output.write(text)
-                    text = ""
+            let summary: ManifestSummary
+            do {
+                summary = try vault.importManifestStreamed(manifest, zone: zone, progress: update) { item in
+                    guard !item.existing else { return }
+                    text += Self.line(item)
+                    if text.utf8.count >= 1 << 16 {
+                        progress.finish()
+                        Output.write(text)
+                        text = ""
+                    }
                 }
+            } catch {
+                // What committed before a failure is listed too: the error says how much that was.
+                progress.finish()
+                if !text.isEmpty { Output.write(text) }
+                throw error
             }
             progress.finish()
             if !text.isEmpty { Output.write(text) }
@@ -159,18 +168,19 @@ extension ImportCommand {
 }
 
 /// `{"failed": [...], "imported": [...]}` as `Output.json` prints an `ImportReport`, with the imported
-/// rows kept in an unlinked temporary file until the end instead of in memory.
+/// rows kept in an unlinked temporary file until the end instead of in memory: in the vault's private
+/// interim/ folder, not in a system folder other users share.
 final class JSONReportSpool {
     private let file: FileHandle
     private let encoder = Output.jsonEncoder()
     private var count = 0
     private var pending = Data()
 
-    init() throws {
-        var template = Array((NSTemporaryDirectory() + "/receipt-report-XXXXXX").utf8CString)
+    init(in folder: String) throws {
+        var template = Array((folder + "/receipt-report-XXXXXX").utf8CString)
         let fd = mkstemp(&template)
         guard fd >= 0 else {
-            throw VaultError(.io, "cannot create a temporary file for the report: \(String(cString: strerror(errno)))")
+            throw VaultError(.io, "cannot create a temporary file for the report in \(folder): \(String(cString: strerror(errno)))")
         }
         _ = unlink(template)
         file = FileHandle(fileDescriptor: fd, closeOnDealloc: true)

@@ -29,6 +29,7 @@ struct InitCommand: ParsableCommand {
         guard let mode = CompressionMode(rawValue: compression) else {
             throw VaultError(.badInput, "invalid compression '\(compression)': expected none, xz or auto")
         }
+        SQLiteTemporaryFiles.keep(in: options.vaultPath)
         let (vault, created) = try Vault.create(at: options.vaultPath, inlineThreshold: inlineThreshold, compression: mode)
         let result = Result(vault: vault.path, created: created, inlineThreshold: vault.settings.inlineThreshold,
                             compression: vault.settings.compression.rawValue)

@@ -25,8 +25,15 @@ public struct ReceiptCommand: AsyncParsableCommand {
     )
 
     @OptionGroup public var options: VaultOptions
+    @Flag(name: .long, help: "Print the version and the commit it was built from.") var version = false
 
     public init() {}
+
+    /// `receipt --version`; without it (and without a subcommand), the help.
+    public func run() async throws {
+        guard version else { throw CleanExit.helpRequest(self) }
+        try BuildInfo.print(json: options.json)
+    }
 
     /// Parses and runs; every failure becomes one line on stderr and a meaningful exit status.
     public static func run(arguments: [String]? = nil) async {

@@ -23,6 +23,7 @@ func withServerData<T>(_ data: String, database: String?, create: Bool = false,
     if where_ == .embedded && !create && !FileManager.default.fileExists(atPath: data + "/" + ServerCatalog.fileName) {
         throw VaultError(.badInput, "\(data) is not a receipt server data folder (it has no \(ServerCatalog.fileName))")
     }
+    SQLiteTemporaryFiles.keep(in: data)
     let catalog = try await where_.open(dataPath: data)
     do {
         let result = try await body(catalog)

@@ -54,13 +54,19 @@ struct ServerRunCommand: AsyncParsableCommand {
     @Option(name: .customLong("tls-key"), help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "pem"))
     var tlsKey: String?
     @Option(name: .customLong("max-connections"), help: ArgumentHelp(
-        "Connections served at once; further ones wait until one closes.", valueName: "n"))
+        "Connections served at once; a further one is closed at once.", valueName: "n"))
     var maxConnections: Int = ServerLimits().maxConnections
+    @Option(name: .customLong("max-connections-per-address"), help: ArgumentHelp(
+        "Connections served at once from one client address (IPv6: one /64); a further one is closed at once.", valueName: "n"))
+    var maxConnectionsPerAddress: Int = ServerLimits().maxConnectionsPerAddress
 
     func run() async throws {
         let (host, port) = try SyncServer.parseListen(listen)
         guard (1...1_000_000).contains(maxConnections) else {
             throw ValidationError("--max-connections must be a number from 1 to 1000000, not \(maxConnections)")
+        }
+        guard (1...1_000_000).contains(maxConnectionsPerAddress) else {
+            throw ValidationError("--max-connections-per-address must be a number from 1 to 1000000, not \(maxConnectionsPerAddress)")
         }
         guard (tlsCert == nil) == (tlsKey == nil) else {
             throw ValidationError("--tls-cert and --tls-key go together")
@@ -71,8 +77,9 @@ struct ServerRunCommand: AsyncParsableCommand {
         let json = options.json
         let data = self.data
         let scheme = tls == nil ? "http" : "https"
-        let limits = ServerLimits(maxConnections: maxConnections, accessLog: true)
+        let limits = ServerLimits(maxConnections: maxConnections, maxConnectionsPerAddress: maxConnectionsPerAddress, accessLog: true)
         let database = try ServerDatabase(self.database)
+        SQLiteTemporaryFiles.keep(in: data)
         try await SyncServer.run(dataPath: data, database: database, host: host, port: port, limits: limits, tls: tls, logger: logger) { bound in
             if json {
                 Output.line("{\"listening\":\"\(host):\(bound)\",\"url\":\"\(scheme)://\(host):\(bound)\"}")

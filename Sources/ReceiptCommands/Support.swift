@@ -26,9 +26,16 @@ public struct VaultOptions: ParsableArguments {
         return (env["HOME"] ?? NSHomeDirectory()) + "/.local/share/receipt"
     }
 
-    public func openVault() throws -> Vault { try Vault.open(at: vaultPath) }
+    public func openVault() throws -> Vault {
+        SQLiteTemporaryFiles.keep(in: vaultPath)
+        return try Vault.open(at: vaultPath)
+    }
+
     /// For a command that only reads the catalog (see `Catalog.Access.reading`).
-    public func openVaultForReading() throws -> Vault { try Vault.open(at: vaultPath, access: .reading) }
+    public func openVaultForReading() throws -> Vault {
+        SQLiteTemporaryFiles.keep(in: vaultPath)
+        return try Vault.open(at: vaultPath, access: .reading)
+    }
 
 }
 

@@ -20,7 +20,8 @@ struct BlobRoutes {
         group.put("blobs/:sha256") { request, context in
             let caller = try context.caller()
             let id = try context.blobID("sha256")
-            let staged = try await receive(request.body, expected: id)
+            try request.refuseBodyOver(limits.maxBlobSize)
+            let staged = try await receive(request.body, expected: id, declared: request.headers[.contentType])
             try await install([staged], caller: caller)
             return Response(status: .noContent)
         }
@@ -31,6 +32,7 @@ struct BlobRoutes {
             return send(id, size: size)
         }
         group.post("blobs/bundle") { request, context in
+            try request.refuseBodyOver(limits.maxBundleSize)
             try await receiveBundle(request.body, caller: try context.caller())
             return Response(status: .noContent)
         }
@@ -63,15 +65,20 @@ struct BlobRoutes {
 
     // MARK: Receiving
 
-    /// Streams the body into a staging file while hashing it; refuses it past the size limit or when
-    /// it does not hash to `expected` (nothing is kept).
-    func receive(_ body: RequestBody, expected: BlobID) async throws -> StagedBlob {
+    /// Streams the body into a staging file while hashing it; refuses it past the size limit, when
+    /// it does not hash to `expected`, or when it is not of its `declared` type (nothing is kept).
+    func receive(_ body: RequestBody, expected: BlobID, declared: String?) async throws -> StagedBlob {
         let incoming = try catalog.blobs.incoming()
         defer { incoming.discard() }
+        var head = HeadBytes()
         for try await buffer in body {
             try checkSize(incoming.size + Int64(buffer.readableBytes), of: expected)
-            try buffer.withUnsafeReadableBytes { try incoming.append($0) }
+            try buffer.withUnsafeReadableBytes {
+                head.take($0)
+                try incoming.append($0)
+            }
         }
+        if let declared { try DeclaredTypes.check(head.bytes, declared: declared, what: "blob \(expected)") }
         return try finish(incoming, expected: expected)
     }
 

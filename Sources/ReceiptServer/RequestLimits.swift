@@ -81,3 +81,29 @@ public final class RateLimiter: Sendable {
         }
     }
 }
+
+extension Request {
+    /// 413 before any of the body is read when its `Content-Length` is over `limit`; the connection
+    /// is then closed unless the body ends within `SlowClientGuard.linger`.
+    func refuseBodyOver(_ limit: Int64) throws {
+        guard let length = headers[.contentLength].flatMap({ Int64($0) }), length > limit else { return }
+        throw ServerError(413, "the request body of \(length) bytes is larger than the limit of \(limit) bytes for this route")
+    }
+}
+
+/// Refuses, on every route, a `Content-Length` over the largest body any route accepts: even a
+/// request refused for other reasons (401, 404) sends no such body.
+struct BodyLimitMiddleware: RouterMiddleware {
+    let limit: Int64
+
+    init(_ limits: ServerLimits) {
+        limit = max(limits.maxBlobSize, limits.maxBundleSize, limits.maxWebUpload, Int64(limits.maxPushBody),
+                    Int64(limits.maxSmallJSON))
+    }
+
+    func handle(_ request: Request, context: ServerContext,
+                next: (Request, ServerContext) async throws -> Response) async throws -> Response {
+        try request.refuseBodyOver(limit)
+        return try await next(request, context)
+    }
+}

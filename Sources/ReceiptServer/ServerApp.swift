@@ -46,13 +46,16 @@ extension ServerError: HTTPResponseError {
     }
 }
 
-/// Rejects every request without a valid `Authorization: Bearer TOKEN` (401) and records the caller.
+/// Rejects every request to `/v1…` without a valid `Authorization: Bearer TOKEN` (401) and records
+/// the caller. It runs before routing, so an unknown path or method is no answer to an outsider.
 struct AuthMiddleware: RouterMiddleware {
     let catalog: any ServerStore
     let limiter: RateLimiter?
 
     func handle(_ request: Request, context: ServerContext,
                 next: (Request, ServerContext) async throws -> Response) async throws -> Response {
+        let path = request.uri.path
+        guard path == "/v1" || path.hasPrefix("/v1/") else { return try await next(request, context) }
         guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
               let account = try await catalog.authenticate(token: String(header.dropFirst(7))) else {
             throw ServerError(401, "a valid bearer token is required")
@@ -99,8 +102,10 @@ public struct ServerLimits: Sendable {
     public var maxSmallJSON: Int
     /// Largest web upload (`POST /z/…/upload`), all its files and fields together.
     public var maxWebUpload: Int64
-    /// Connections served at once; more wait in the listen backlog until one closes.
+    /// Connections served at once, in all and from one client address (an IPv6 client: its /64);
+    /// a connection over either is closed at once (`ConnectionGate`).
     public var maxConnections: Int
+    public var maxConnectionsPerAddress: Int
     /// How slowly a client may send a request's head or body before it is dropped.
     public var pace: ClientPace
     /// Requests per second and burst allowed to one token (429 with `Retry-After` beyond); nil: none.
@@ -108,7 +113,7 @@ public struct ServerLimits: Sendable {
     /// One JSON line per request on stderr.
     public var accessLog: Bool
     public init(maxBlobSize: Int64 = 4 << 30, maxBundleSize: Int64? = nil, maxPushBody: Int = 8 << 20,
-                maxSmallJSON: Int = 1 << 20, maxWebUpload: Int64 = 1 << 30, maxConnections: Int = 512,
+                maxSmallJSON: Int = 1 << 20, maxWebUpload: Int64 = 1 << 30, maxConnections: Int = 512, maxConnectionsPerAddress: Int = 64,
                 pace: ClientPace = ClientPace(), rate: (perSecond: Double, burst: Int)? = (200, 2000), accessLog: Bool = false) {
         self.maxBlobSize = maxBlobSize
         self.maxBundleSize = maxBundleSize ?? maxBlobSize + Int64(WireBundle.headerSize)
@@ -116,6 +121,7 @@ public struct ServerLimits: Sendable {
         self.maxSmallJSON = maxSmallJSON
         self.maxWebUpload = maxWebUpload
         self.maxConnections = maxConnections
+        self.maxConnectionsPerAddress = maxConnectionsPerAddress
         self.pace = pace
         self.rate = rate
         self.accessLog = accessLog
@@ -124,15 +130,17 @@ public struct ServerLimits: Sendable {
 
 /// The sync server: an HTTP application over a server data folder.
 public enum SyncServer {
-    /// Builds the router (every route under `/v1`, every route authenticated).
+    /// Builds the router: every path under `/v1` authenticated before it is matched, so that a
+    /// request without a valid token is 401 whatever its path and method; the web view beside it.
     public static func buildRouter(catalog: any ServerStore, limits: ServerLimits = ServerLimits(),
                                    web: WebOptions = WebOptions()) -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)
         if limits.accessLog { router.add(middleware: AccessLogMiddleware()) }
         router.add(middleware: ErrorMiddleware())
+        router.add(middleware: BodyLimitMiddleware(limits))
         let limiter = limits.rate.map { RateLimiter(perSecond: $0.perSecond, burst: $0.burst) }
+        router.add(middleware: AuthMiddleware(catalog: catalog, limiter: limiter))
         let v1 = router.group("v1").add(middleware: RevisionMiddleware())
-            .add(middleware: AuthMiddleware(catalog: catalog, limiter: limiter))
         ZoneRoutes(catalog: catalog, limits: limits).register(v1)
         BlobRoutes(catalog: catalog, limits: limits).register(v1)
         TextRoutes(catalog: catalog, limits: limits).register(v1)
@@ -194,14 +202,16 @@ public enum SyncServer {
         defer { reloads.cancel() }
         do {
             // Slow senders are dropped by SlowClientGuard (Hummingbird's idle timeout is reset by any
-            // byte of a body, so it cannot); at most maxConnections are served at once.
+            // byte of a body, so it cannot); connections over the caps are closed by ConnectionGate.
             let pace = limits.pace
-            let http1 = HTTPServerBuilder.http1(configuration: .init(additionalChannelHandlers: [SlowClientGuard(pace: pace)]))
+            let gate = ConnectionGate(total: limits.maxConnections, perAddress: limits.maxConnectionsPerAddress)
+            let http1 = HTTPServerBuilder.http1(configuration: .init(additionalChannelHandlers: [
+                ConnectionGateHandler(gate: gate), SlowClientGuard(pace: pace),
+            ]))
             let app = Application(
                 router: buildRouter(catalog: catalog, limits: limits, web: WebOptions(secureCookies: tls != nil)),
                 server: try tls.map { try .tls(http1, tlsConfiguration: $0.configuration()) } ?? http1,
-                configuration: .init(address: .hostname(host, port: port), serverName: "receipt",
-                                     availableConnectionsDelegate: .maximum(limits.maxConnections, logger: logger)),
+                configuration: .init(address: .hostname(host, port: port), serverName: "receipt"),
                 onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
                 logger: logger)
             let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: shutdownSignals,
@@ -258,6 +268,7 @@ extension ServerContext {
 extension Request {
     /// The body decoded as JSON, refused with 413 past `limit` bytes.
     func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T {
+        try refuseBodyOver(Int64(limit))
         let buffer: ByteBuffer
         do {
             buffer = try await body.collect(upTo: limit)

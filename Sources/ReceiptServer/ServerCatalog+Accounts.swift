@@ -163,9 +163,18 @@ extension ServerCatalog {
         }
         public let account: String
         public let quota: Int64?
+        /// Everything counted against the quota: the three parts below together.
         public let usedBytes: Int64
+        public let blobBytes: Int64
+        public let textBytes: Int64
+        public let recordBytes: Int64
         public let zones: [String]
         public let tokens: [Token]
+
+        init(account: String, quota: Int64?, used: StorageUse, zones: [String], tokens: [Token]) {
+            (self.account, self.quota, self.zones, self.tokens) = (account, quota, zones, tokens)
+            (usedBytes, blobBytes, textBytes, recordBytes) = (used.total, used.blobs, used.texts, used.records)
+        }
     }
 
     /// Every account, by name, with its tokens' labels (never the tokens), zones, quota and usage.
@@ -176,7 +185,7 @@ extension ServerCatalog {
                 let tokens = try Row.fetchAll(db, sql: "SELECT label, createdAt FROM tokens WHERE accountID = ? ORDER BY label",
                                               arguments: [id]).map { AccountSummary.Token(label: $0["label"], createdAt: $0["createdAt"]) }
                 let zones = try String.fetchAll(db, sql: "SELECT name FROM zones WHERE ownerID = ? ORDER BY name", arguments: [id])
-                return AccountSummary(account: row["name"], quota: row["quota"], usedBytes: try Self.usage(db, accountID: id),
+                return AccountSummary(account: row["name"], quota: row["quota"], used: try Self.usage(db, accountID: id),
                                       zones: zones, tokens: tokens)
             }
         }

@@ -2,42 +2,77 @@ import Foundation
 import BlobStore
 import GRDB
 
-/// Storage quotas. As CloudKit counts shared data against the zone's owner, the bytes of every blob
-/// a record of an owner's zones references count against the owner, once per blob however many
-/// records reference it; a blob an account uploaded that no record references counts against the
-/// uploader (until the server's gc reclaims it).
+/// Storage quotas (docs/PROTOCOL.md, "Quotas"). What an account stores counts against it, in three parts:
+/// - blobs: as CloudKit counts shared data against the zone's owner, the bytes of every blob a record
+///   of an owner's zones references count against the owner, once per blob however many records
+///   reference it; a blob an account uploaded counts against the uploader unless a zone the uploader
+///   can read references it (never "unless any zone does": whether other households hold some bytes
+///   must not change the answer to an upload);
+/// - texts: every extracted text kept for the owner (its bytes, or its failure reason's);
+/// - records: each record of the owner's zones, its JSON as stored plus a row's worth, so that
+///   deletion markers count too.
+/// The rules both backends apply are here once; each backend sums them in its own SQL.
+struct StorageUse: Sendable, Equatable {
+    var blobs: Int64 = 0
+    var texts: Int64 = 0
+    var records: Int64 = 0
+    var total: Int64 { blobs + texts + records }
+
+    /// What a record row costs beside its JSON: its id, change tag and sequence number.
+    static let recordRowBytes: Int64 = 64
+
+    static func recordBytes(payload: String?) -> Int64 { recordRowBytes + Int64(payload?.utf8.count ?? 0) }
+
+    /// A text's bytes: the text, or the failure reason when the extractor failed.
+    static func textBytes(text: String?, failure: String?) -> Int64 { Int64((text ?? failure ?? "").utf8.count) }
+
+    /// Throws 507 when a change took the account past its quota with more bytes than before: a change
+    /// that frees room, or adds nothing new, always passes, so an account over a lowered quota can
+    /// still clean up.
+    static func check(account name: String, quota: Int64?, before: Int64, after: Int64) throws {
+        guard let quota, after > quota, after > before else { return }
+        throw ServerError(507, "the storage quota of the account \(name) (\(quota) bytes) would be exceeded: "
+            + "it uses \(before) bytes and this needs \(after - before) more; the change was not kept "
+            + "(the server's administrator can raise it with `receipt server account-quota \(name) SIZE`)")
+    }
+}
+
 extension ServerCatalog {
     /// The bytes counted against the account.
-    static func usage(_ db: Database, accountID: Int64) throws -> Int64 {
-        try Int64.fetchOne(db, sql: """
-            SELECT COALESCE(SUM(b.size), 0) FROM blobs b WHERE b.sha256 IN (
-                SELECT rb.sha256 FROM recordBlobs rb JOIN zones z ON z.id = rb.zoneID WHERE z.ownerID = ?1
-                UNION
-                SELECT p.sha256 FROM possessions p WHERE p.accountID = ?1
-                    AND NOT EXISTS (SELECT 1 FROM recordBlobs rb WHERE rb.sha256 = p.sha256))
-            """, arguments: [accountID]) ?? 0
-    }
-
-    static func quota(_ db: Database, accountID: Int64) throws -> Int64? {
-        try Int64.fetchOne(db, sql: "SELECT quota FROM accounts WHERE id = ?", arguments: [accountID])
+    static func usage(_ db: Database, accountID: Int64) throws -> StorageUse {
+        let row = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT (SELECT COALESCE(SUM(b.size), 0) FROM blobs b WHERE b.sha256 IN (
+                        SELECT rb.sha256 FROM recordBlobs rb JOIN zones z ON z.id = rb.zoneID WHERE z.ownerID = ?1
+                        UNION
+                        SELECT p.sha256 FROM possessions p WHERE p.accountID = ?1 AND NOT EXISTS (
+                            SELECT 1 FROM recordBlobs rb JOIN zones z ON z.id = rb.zoneID WHERE rb.sha256 = p.sha256
+                            AND (z.ownerID = ?1 OR EXISTS (SELECT 1 FROM shares s WHERE s.zoneID = z.id AND s.accountID = ?1))))),
+                   (SELECT COALESCE(SUM(bytes), 0) FROM blobTexts WHERE ownerID = ?1),
+                   (SELECT COALESCE(SUM(recordBytes), 0) FROM zones WHERE ownerID = ?1)
+            """), arguments: [accountID])
+        return StorageUse(blobs: row?[0] ?? 0, texts: row?[1] ?? 0, records: row?[2] ?? 0)
     }
 
     /// Runs `change` (inside the caller's transaction) and throws 507, which rolls the transaction
-    /// back, when it left the account over its quota with more bytes than before. A change that
-    /// frees room, or adds nothing new, always passes, so an account over a lowered quota can
-    /// still clean up.
-    static func withinQuota<T>(_ db: Database, accountID: Int64, _ change: () throws -> T) throws -> T {
-        guard let quota = try quota(db, accountID: accountID) else { return try change() }
-        let before = try usage(db, accountID: accountID)
+    /// back, when it left any of the accounts over its quota with more bytes than before
+    /// (`StorageUse.check`).
+    static func withinQuota<T>(_ db: Database, accountIDs: [Int64], _ change: () throws -> T) throws -> T {
+        var limited: [(id: Int64, name: String, quota: Int64, before: Int64)] = []
+        for id in Set(accountIDs).sorted() {
+            guard let row = try Row.fetchOne(db, sql: "SELECT name, quota FROM accounts WHERE id = ?", arguments: [id]),
+                  let quota: Int64 = row["quota"] else { continue }
+            limited.append((id, row["name"], quota, try usage(db, accountID: id).total))
+        }
         let result = try change()
-        let after = try usage(db, accountID: accountID)
-        if after > quota && after > before {
-            let name = try String.fetchOne(db, sql: "SELECT name FROM accounts WHERE id = ?", arguments: [accountID]) ?? "?"
-            throw ServerError(507, "the storage quota of the account \(name) (\(quota) bytes) would be exceeded: "
-                + "it uses \(before) bytes and this needs \(after - before) more; the change was not kept "
-                + "(the server's administrator can raise it with `receipt server account-quota \(name) SIZE`)")
+        for account in limited {
+            try StorageUse.check(account: account.name, quota: account.quota, before: account.before,
+                                 after: try usage(db, accountID: account.id).total)
         }
         return result
+    }
+
+    static func withinQuota<T>(_ db: Database, accountID: Int64, _ change: () throws -> T) throws -> T {
+        try withinQuota(db, accountIDs: [accountID], change)
     }
 }
 

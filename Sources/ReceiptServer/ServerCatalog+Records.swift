@@ -109,6 +109,7 @@ extension ServerCatalog {
             return try Self.withinQuota(db, accountID: zone.ownerID) {
             var seq = try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM zones WHERE id = ?"), arguments: [zone.id]) ?? 0
             var results: [WirePushResult] = []
+            var addedBytes: Int64 = 0
             for record in request.records {
                 guard WireName.isValidRecordID(record.id) else {
                     results.append(WirePushResult(id: record.id, status: .rejected, error: "\(record.id) is not a receipt id (a UUID)"))
@@ -153,6 +154,7 @@ extension ServerCatalog {
                 seq += 1
                 let tag = SecureRandom.hex(8)
                 let payload = try record.receipt.map { String(decoding: try encoder.encode($0), as: UTF8.self) }
+                addedBytes += StorageUse.recordBytes(payload: payload) - (current.map { StorageUse.recordBytes(payload: $0["payload"]) } ?? 0)
                 try db.cachedStatement(sql: "DELETE FROM recordBlobs WHERE zoneID = ? AND recordID = ?")
                     .execute(arguments: [zone.id, record.id])
                 try db.cachedStatement(sql: """
@@ -166,7 +168,8 @@ extension ServerCatalog {
                 }
                 results.append(WirePushResult(id: record.id, status: .saved, changeTag: tag))
             }
-            try db.cachedStatement(sql: "UPDATE zones SET seq = ? WHERE id = ?").execute(arguments: [seq, zone.id])
+            try db.cachedStatement(sql: "UPDATE zones SET seq = ?, recordBytes = recordBytes + ? WHERE id = ?")
+                .execute(arguments: [seq, addedBytes, zone.id])
             return WirePushResponse(results: results)
             }
         }

@@ -2,7 +2,9 @@ import GRDB
 import ReceiptWire
 
 /// The text members extracted from blobs, kept so that a household extracts (and OCRs) each blob
-/// once: one row per blob and extractor version, `text` or (the extractor failed) `failure`.
+/// once: one row per zone owner, blob and extractor version, `text` or (the extractor failed)
+/// `failure` (per owner since "server-texts-per-owner", ServerCatalog+TextOwners.swift: a text one
+/// household stored is never another's).
 extension ServerCatalog {
     static func registerTextMigrations(_ m: inout DatabaseMigrator) {
         m.registerMigration("server-v4-text") { db in
@@ -32,20 +34,6 @@ extension ServerCatalog {
         }
     }
 
-    /// Moves by one the text counter of every account that can read any of `blobs` (their zones'
-    /// owners and participants).
-    static func bumpTextReaders(_ db: Database, blobs: [String]) throws {
-        guard !blobs.isEmpty else { return }
-        let list = databaseQuestionMarks(count: blobs.count)
-        try db.execute(sql: """
-            INSERT INTO textSeqs(accountID, seq)
-            SELECT id, 1 FROM (SELECT z.ownerID AS id FROM recordBlobs rb JOIN zones z ON z.id = rb.zoneID WHERE rb.sha256 IN (\(list))
-                               UNION SELECT s.accountID FROM recordBlobs rb JOIN shares s ON s.zoneID = rb.zoneID WHERE rb.sha256 IN (\(list)))
-            WHERE true
-            ON CONFLICT(accountID) DO UPDATE SET seq = seq + 1
-            """, arguments: StatementArguments(blobs + blobs))
-    }
-
     static func bumpTextSeq(_ db: Database, account: Int64) throws {
         try db.execute(sql: "INSERT INTO textSeqs(accountID, seq) VALUES (?, 1) ON CONFLICT(accountID) DO UPDATE SET seq = seq + 1",
                        arguments: [account])
@@ -53,29 +41,58 @@ extension ServerCatalog {
 }
 
 extension ServerCatalog {
-    /// Keeps each text for its blob and the extractor version when the caller can read a zone
-    /// referencing the blob (else its address is returned, as refused). The first text of a (blob,
-    /// version) stays: extractors of one version read the same bytes alike, and a later member cannot
-    /// replace what others pulled.
+    /// The owners of the zones the caller can read whose records reference the blob: those a text of
+    /// it from the caller is kept for (docs/PROTOCOL.md, "Extracted text"); none when it cannot read it.
+    static func textOwners(_ db: Database, blob: String, caller: Account) throws -> [Int64] {
+        try Int64.fetchAll(db.cachedStatement(sql: """
+            SELECT DISTINCT z.ownerID FROM recordBlobs rb JOIN zones z ON z.id = rb.zoneID
+            WHERE rb.sha256 = ?1 AND (z.ownerID = ?2 OR EXISTS (SELECT 1 FROM shares s WHERE s.zoneID = z.id AND s.accountID = ?2))
+            ORDER BY z.ownerID
+            """), arguments: [blob, caller.id])
+    }
+
+    /// Keeps each text for every owner of a zone the caller can read that references its blob, unless
+    /// that owner has a text of the blob and version already (the first stays: a later member cannot
+    /// replace what the others pulled). A text of a blob the caller cannot read is refused (its
+    /// address returned); one that would take an owner past its quota refuses the whole upload (507).
     public func putTexts(_ texts: [WireText], version: String, caller: Account) async throws -> [String] {
         try await pool.write { db in
             var refused: [String] = []
-            var stored: [String] = []
-            let now = Self.now()
+            var kept: [(text: WireText, owners: [Int64])] = []
             for text in texts {
-                guard let sha256 = text.sha256, try Self.canRead(db, blob: sha256, caller: caller) else {
-                    refused.append(text.sha256 ?? "")
-                    continue
-                }
-                try db.cachedStatement(sql: """
-                    INSERT INTO blobTexts(sha256, version, text, failure, uploadedAt) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT(sha256, version) DO NOTHING
-                    """).execute(arguments: [sha256, version, text.text, text.failed, now])
-                if db.changesCount > 0 { stored.append(sha256) }
+                let owners = try text.sha256.map { try Self.textOwners(db, blob: $0, caller: caller) } ?? []
+                if owners.isEmpty { refused.append(text.sha256 ?? "") } else { kept.append((text, owners)) }
             }
-            try Self.bumpTextReaders(db, blobs: stored)
+            let now = Self.now()
+            try Self.withinQuota(db, accountIDs: kept.flatMap(\.owners)) {
+                var stored: [(owner: Int64, blob: String)] = []
+                for (text, owners) in kept {
+                    for owner in owners {
+                        try db.cachedStatement(sql: """
+                            INSERT INTO blobTexts(ownerID, sha256, version, bytes, text, failure, uploadedAt) VALUES (?, ?, ?, ?, ?, ?, ?)
+                            ON CONFLICT(ownerID, sha256, version) DO NOTHING
+                            """).execute(arguments: [owner, text.sha256, version, StorageUse.textBytes(text: text.text, failure: text.failed),
+                                                     text.text, text.failed, now])
+                        if db.changesCount > 0 { stored.append((owner, text.sha256 ?? "")) }
+                    }
+                }
+                try Self.bumpTextReaders(db, of: stored)
+            }
             return refused
         }
+    }
+
+    /// Moves by one the text counter of every account that can read any of the owners' new texts:
+    /// the owner, and the participants of its zones referencing the blob.
+    static func bumpTextReaders(_ db: Database, of stored: [(owner: Int64, blob: String)]) throws {
+        var readers = Set(stored.map(\.owner))
+        for (owner, blob) in stored {
+            readers.formUnion(try Int64.fetchAll(db.cachedStatement(sql: """
+                SELECT s.accountID FROM recordBlobs rb JOIN zones z ON z.id = rb.zoneID JOIN shares s ON s.zoneID = z.id
+                WHERE rb.sha256 = ? AND z.ownerID = ?
+                """), arguments: [blob, owner]))
+        }
+        for reader in readers.sorted() { try bumpTextSeq(db, account: reader) }
     }
 
     /// The caller's text counter (0 before any text it can read was stored).
@@ -85,29 +102,39 @@ extension ServerCatalog {
         }
     }
 
-    /// Of `blobs`, those the caller can read and the server has no text of for `version`.
+    /// Of `blobs`, those the caller can read for which an owner it reads them through has no text of
+    /// `version`.
     public func textWant(_ blobs: [String], version: String, caller: Account) async throws -> [String] {
         try await pool.read { db in
             try blobs.filter { blob in
-                try Self.canRead(db, blob: blob, caller: caller) && !(Bool.fetchOne(db.cachedStatement(sql: """
-                    SELECT EXISTS (SELECT 1 FROM blobTexts WHERE sha256 = ? AND version = ?)
-                    """), arguments: [blob, version]) ?? false)
+                return try Self.textOwners(db, blob: blob, caller: caller).contains { owner in
+                    !(try Bool.fetchOne(db.cachedStatement(sql: """
+                        SELECT EXISTS (SELECT 1 FROM blobTexts WHERE ownerID = ? AND sha256 = ? AND version = ?)
+                        """), arguments: [owner, blob, version]) ?? false)
+                }
             }
         }
     }
 
     /// The texts of `blobs` for `version` that the caller can read, in order, stopping after about
-    /// `byteLimit` bytes (`more`).
+    /// `byteLimit` bytes (`more`). A blob the caller reads through several owners' zones gets its own
+    /// text first, else the text of the owner with the smallest id.
     public func texts(_ blobs: [String], version: String, caller: Account, byteLimit: Int) async throws -> WireTextFetchResponse {
         try await pool.read { db in
             var answer = WireTextFetchResponse(texts: [], more: false)
             var bytes = 0
-            // The text first: most blobs asked for have none yet, and its key lookup is cheaper than
-            // the authorization join, which then runs only for a text there is to hand out.
+            // The texts of the blob first (most blobs asked for have none yet), then, for those, the
+            // authorization: a zone of the text's owner referencing the blob that the caller can read.
+            let lookup = try db.cachedStatement(sql: """
+                SELECT t.text, t.failure FROM blobTexts t
+                WHERE t.sha256 = ?1 AND t.version = ?2 AND EXISTS (
+                    SELECT 1 FROM recordBlobs rb JOIN zones z ON z.id = rb.zoneID
+                    WHERE rb.sha256 = t.sha256 AND z.ownerID = t.ownerID
+                    AND (z.ownerID = ?3 OR EXISTS (SELECT 1 FROM shares s WHERE s.zoneID = z.id AND s.accountID = ?3)))
+                ORDER BY t.ownerID <> ?3, t.ownerID LIMIT 1
+                """)
             for blob in blobs {
-                let lookup = try db.cachedStatement(sql: "SELECT text, failure FROM blobTexts WHERE sha256 = ? AND version = ?")
-                guard let row = try Row.fetchOne(lookup, arguments: [blob, version]),
-                      try Self.canRead(db, blob: blob, caller: caller) else { continue }
+                guard let row = try Row.fetchOne(lookup, arguments: [blob, version, caller.id]) else { continue }
                 let text = WireText(sha256: blob, text: row["text"], failed: row["failure"])
                 bytes += (text.text?.utf8.count ?? 0) + (text.failed?.utf8.count ?? 0)
                 if bytes > byteLimit && !answer.texts.isEmpty {

@@ -129,6 +129,10 @@ extension ServerCatalog {
                 throw ServerError.notFound("account \(account)")
             }
             try db.execute(sql: "DELETE FROM shares WHERE zoneID = ? AND accountID = ?", arguments: [zone.id, target])
+            // Its uploads of the zone's blobs would now count against it (ServerCatalog+Quota.swift),
+            // for bytes only the zone's owner can remove: it shows it holds them again if it needs to.
+            try db.execute(sql: "DELETE FROM possessions WHERE accountID = ? AND sha256 IN (SELECT sha256 FROM recordBlobs WHERE zoneID = ?)",
+                           arguments: [target, zone.id])
         }
     }
 }

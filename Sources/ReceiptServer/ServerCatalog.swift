@@ -157,6 +157,7 @@ public final class ServerCatalog: Sendable {
         registerWebRowsMigration(&m)
         registerTextMigrations(&m)
         registerWebSearchMigration(&m)
+        registerTextOwnersMigration(&m)
         return m
     }
 

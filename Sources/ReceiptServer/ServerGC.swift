@@ -15,6 +15,8 @@ public struct ServerGCReport: Encodable, Sendable {
     public var removedBlobs = 0
     public var reclaimedBytes: Int64 = 0
     public var removedInterim = 0
+    /// Texts an owner kept of blobs none of its zones references any more.
+    public var removedTexts = 0
     public var dryRun: Bool
     public var blobs: [Blob] = []
 }
@@ -86,9 +88,20 @@ extension ServerCatalog {
                 ORDER BY sha256
                 """, arguments: [cutoff]).map { ($0["sha256"] as String, $0["size"] as Int64) }
         }
+        // An owner's texts of blobs its zones no longer reference count against its quota and are
+        // read by nobody: they go whether or not the blob stays for others.
+        let orphanTexts = """
+            FROM blobTexts WHERE NOT EXISTS (SELECT 1 FROM recordBlobs rb JOIN zones z ON z.id = rb.zoneID
+                                             WHERE rb.sha256 = blobTexts.sha256 AND z.ownerID = blobTexts.ownerID)
+            """
         if dryRun {
             report.blobs = planned.map { ServerGCReport.Blob(sha256: $0.0, bytes: $0.1) }
+            report.removedTexts = try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) " + orphanTexts) ?? 0 }
         } else {
+            report.removedTexts = try pool.write { db in
+                try db.execute(sql: "DELETE " + orphanTexts)
+                return db.changesCount
+            }
             var rest = planned[...]
             while !rest.isEmpty {
                 let batch = rest.prefix(Self.gcBatch)

@@ -39,6 +39,10 @@ public final class TLSIdentity: Sendable {
         current.withLockedValue { $0 = pair }
     }
 
+    static let tls12Suites = ["ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-GCM-SHA384",
+                              "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305"]
+        .joined(separator: ":")
+
     static func load(_ files: TLSFiles) throws -> (chain: [NIOSSLCertificate], key: NIOSSLPrivateKey) {
         let chain: [NIOSSLCertificate]
         do {
@@ -63,12 +67,14 @@ public final class TLSIdentity: Sendable {
         return (chain, key)
     }
 
-    /// TLS 1.2 and 1.3, presenting the current certificate at each handshake.
+    /// TLS 1.2 with forward-secret AEAD suites only (no CBC, no RSA key exchange), and TLS 1.3
+    /// (whose suites all are); the current certificate presented at each handshake.
     public func configuration() -> TLSConfiguration {
         let (chain, key) = current.withLockedValue { $0 }
         var config = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) },
                                                               privateKey: .privateKey(key))
         config.minimumTLSVersion = .tlsv12
+        config.cipherSuites = Self.tls12Suites
         let current = self.current
         config.sslContextCallback = { _, promise in
             let (chain, key) = current.withLockedValue { $0 }
@@ -91,8 +97,8 @@ public struct MadeCertificate: Sendable {
     let certificate: Certificate
     let key: P256.Signing.PrivateKey
 
-    /// `hosts`: DNS names or IP addresses the certificate is valid for. Self-signed (and a CA for
-    /// itself, so that it can be its own trust root) unless `issuer` is given.
+    /// `hosts`: DNS names or IP addresses the certificate is valid for. Self-signed unless `issuer`
+    /// is given; a leaf for TLS servers only (`CA:FALSE`, server authentication) unless `isCA`.
     public static func make(hosts: [String], commonName: String? = nil, isCA: Bool = false,
                             notBefore: Date = Date().addingTimeInterval(-3600),
                             notAfter: Date = Date().addingTimeInterval(10 * 365 * 86_400),
@@ -106,11 +112,12 @@ public struct MadeCertificate: Sendable {
             if let bytes = IPAddress.bytes(host) { return .ipAddress(ASN1OctetString(contentBytes: ArraySlice(bytes))) }
             return .dnsName(host)
         }
-        let selfSigned = issuer == nil
-        let authority = isCA || selfSigned
         let extensions = try Certificate.Extensions {
-            Critical(authority ? BasicConstraints.isCertificateAuthority(maxPathLength: nil) : BasicConstraints.notCertificateAuthority)
-            Critical(KeyUsage(digitalSignature: true, keyCertSign: authority))
+            Critical(isCA ? BasicConstraints.isCertificateAuthority(maxPathLength: nil) : BasicConstraints.notCertificateAuthority)
+            // A self-signed leaf has no key usage: BoringSSL, which a pinning vault trusts it with
+            // as its own root, takes a certificate whose key usage lacks certificate signing for
+            // one that cannot have signed itself.
+            if isCA || issuer != nil { Critical(KeyUsage(digitalSignature: true, keyCertSign: isCA)) }
             try ExtendedKeyUsage([.serverAuth])
             if !names.isEmpty { SubjectAlternativeNames(names) }
         }

@@ -4,15 +4,16 @@ import NIOHTTPTypes
 
 /// How slowly a client may send before its connection is closed (see `SlowClientGuard`).
 public struct ClientPace: Sendable {
-    /// Longest wait for a complete request head, counted from the connection's opening or from the
-    /// end of its previous response (so it is also how long an idle keep-alive connection stays open).
+    /// Longest wait for a complete request head, counted from the connection's opening (so the TLS
+    /// handshake is within it) or from the end of its previous response (so it is also how long an
+    /// idle keep-alive connection stays open).
     public var headTimeout: TimeAmount
     /// While the server waits for a request body, at least `minBodyBytes` must arrive in every
     /// `bodyWindow` of waiting.
     public var bodyWindow: TimeAmount
     public var minBodyBytes: Int
 
-    public init(headTimeout: TimeAmount = .seconds(90), bodyWindow: TimeAmount = .seconds(20), minBodyBytes: Int = 4096) {
+    public init(headTimeout: TimeAmount = .seconds(10), bodyWindow: TimeAmount = .seconds(20), minBodyBytes: Int = 4096) {
         self.headTimeout = headTimeout
         self.bodyWindow = bodyWindow
         self.minBodyBytes = minBodyBytes
@@ -25,6 +26,11 @@ public struct ClientPace: Sendable {
 /// a request, or not reading because a handler is busy: NIO passes no `read` down then) never counts
 /// against the client. Hummingbird's own idle timeout cannot do this: any byte of a body resets it,
 /// so one byte a minute holds a connection forever.
+/// An answer sent before its request's body has arrived (a 413 for a declared length over the limit,
+/// a 401) closes the connection `linger` after it, unless the body ends meanwhile: what the client
+/// still sends is read and dropped until then, so a client sending a modest body reads the answer
+/// rather than a reset, and one sending gigabytes is cut off. (No `Connection: close` is sent: an
+/// HTTP client that sees it stops the upload and reports the broken write, not the answer.)
 final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -39,6 +45,8 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var waited: TimeAmount = .zero
     private var windowBytes = 0
     private var timer: Scheduled<Void>?
+    private var lingering: Scheduled<Void>?
+    static let linger = TimeAmount.seconds(2)
 
     init(pace: ClientPace) {
         self.pace = pace
@@ -78,6 +86,8 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
             windowBytes += bytes.readableBytes
         case .end:
             ends += 1
+            lingering?.cancel()
+            lingering = nil
             if answered >= heads { awaitingSince = .now() }
         }
         context.fireChannelRead(data)
@@ -89,9 +99,15 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) {
+        switch unwrapOutboundIn(data) {
+        case .end:
             answered += 1
             if heads == ends && answered >= heads { awaitingSince = .now() }
+            if heads > ends && lingering == nil {
+                lingering = context.eventLoop.assumeIsolated().scheduleTask(in: Self.linger) { context.close(promise: nil) }
+            }
+        case .head, .body:
+            break
         }
         context.write(data, promise: promise)
     }

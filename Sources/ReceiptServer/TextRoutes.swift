@@ -1,13 +1,18 @@
 import HTTPTypes
 import Hummingbird
+import ReceiptText
 import ReceiptWire
 
 /// `/v1/text…`: the text members extracted from blobs, so a household extracts (and OCRs) each blob
 /// once. Authorized as the blob's bytes: only a caller that can read a zone referencing the blob
-/// may store or read its text; for anything else the answer is 404 or, in lists, silence.
+/// may store or read its text; for anything else the answer is 404 or, in lists, silence. Only
+/// the extractor versions this server knows are kept: a text under any other name would be storage
+/// no vault ever reads.
 struct TextRoutes {
     let catalog: any ServerStore
     let limits: ServerLimits
+
+    static let knownVersions = Set(TextExtractor.versions)
 
     /// The JSON body of the largest text: every byte of it could be escaped.
     var maxBody: Int { limits.maxSmallJSON + 6 * WireText.maxBytes }
@@ -17,6 +22,7 @@ struct TextRoutes {
             let caller = try context.caller()
             let id = try context.blobID("sha256")
             let version = try context.name("version")
+            try checkKnown(version)
             let body = try await request.decodeJSON(WireText.self, limit: maxBody)
             if let problem = body.validationError { throw ServerError.bad(problem) }
             try checkLength(body)
@@ -30,6 +36,7 @@ struct TextRoutes {
                 throw ServerError(413, "at most \(WireTextPut.maxTexts) texts per upload, not \(body.texts.count)")
             }
             try checkVersion(body.version)
+            try checkKnown(body.version)
             var bytes = 0
             for text in body.texts {
                 guard let sha256 = text.sha256, WireName.isValidBlobAddress(sha256) else {
@@ -48,11 +55,14 @@ struct TextRoutes {
         group.post("text/want") { request, context in
             let caller = try context.caller()
             let body = try await checked(request)
+            // A version this server does not keep (a newer vault's): it wants none of them.
+            guard Self.knownVersions.contains(body.version) else { return try jsonResponse(WireWantResponse(want: [])) }
             return try jsonResponse(WireWantResponse(want: try await catalog.textWant(body.blobs, version: body.version, caller: caller)))
         }
         group.post("text/fetch") { request, context in
             let caller = try context.caller()
             let body = try await checked(request)
+            guard Self.knownVersions.contains(body.version) else { return try jsonResponse(WireTextFetchResponse(texts: [], more: false)) }
             return try jsonResponse(try await catalog.texts(body.blobs, version: body.version, caller: caller, byteLimit: 16 << 20))
         }
     }
@@ -72,6 +82,13 @@ struct TextRoutes {
     func checkLength(_ text: WireText) throws {
         guard (text.text?.utf8.count ?? 0) <= WireText.maxBytes else {
             throw ServerError(413, "the text is longer than the server's limit of \(WireText.maxBytes) bytes")
+        }
+    }
+
+    func checkKnown(_ version: String) throws {
+        guard Self.knownVersions.contains(version) else {
+            throw ServerError.bad("this server keeps texts of extractor version \(Self.knownVersions.sorted().joined(separator: ", ")) "
+                + "only, not \"\(version)\": nothing was kept")
         }
     }
 

@@ -41,6 +41,7 @@ struct ZoneRoutes {
         }
         group.post("zones/:owner/:zone/push") { request, context in
             let body = try await request.decodeJSON(WirePushRequest.self, limit: limits.maxPushBody)
+            try DeclaredTypes.check(body, store: catalog.blobs)
             return try jsonResponse(try await catalog.push(body, owner: context.name("owner"), name: context.name("zone"),
                                                            caller: context.caller()))
         }

@@ -52,13 +52,16 @@ extension Vault {
     }
 
     /// One row per file: number, date, merchant, total, currency, category, status, claim, file, sha256.
+    /// A receipt's total is on its first file's row only, so the column sums to the package's total.
     static func claimIndex(_ receipts: [ReceiptView], items: [ExportItem]) throws -> Data {
         let byID = Dictionary(receipts.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         var rows = [["number", "date", "merchant", "total", "currency", "category", "status", "claim", "file", "sha256"]]
+        var totalled = Set<String>()
         for item in items {
             guard let r = byID[item.receipt] else { continue }
             let number = String(item.name.prefix(while: { $0 != "_" }))
-            rows.append([number, r.date ?? "", r.merchant ?? "", r.total ?? "", r.currency ?? "", r.category ?? "",
+            let total = totalled.insert(r.id).inserted ? r.total ?? "" : ""
+            rows.append([number, r.date ?? "", r.merchant ?? "", total, r.currency ?? "", r.category ?? "",
                          r.status, r.claim ?? "", item.name, item.sha256])
         }
         return try Report.csvData(rows, what: "the package's index.csv")

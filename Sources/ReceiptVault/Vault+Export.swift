@@ -3,7 +3,6 @@ import CSV
 import Foundation
 import MediaTypes
 import ReceiptCatalog
-import ZIPFoundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -73,14 +72,16 @@ extension Vault {
     /// as `2025/03/2025-03-04_acme_1f2e3d4c.pdf`, plus `manifest.csv` (importable with
     /// `importManifest`) and `receipts.json` (the `list` shape), into `destination`: a new or empty
     /// folder, or with `zip` a zip file that must not exist. Names are built only from safe
-    /// characters, so nothing is written outside the destination whatever the metadata holds.
-    /// A missing or corrupt blob is reported in `failed` and the rest is still exported. The export
-    /// is durable on return.
+    /// characters, so nothing is written outside the destination whatever the metadata holds; every
+    /// file and folder is created owner-only, never through a symbolic link nor over anything another
+    /// program put there meanwhile (`ExportFolder`). A missing or corrupt blob is reported in `failed`
+    /// and the rest is still exported. The export is durable on return.
     public func export(to destination: String, filter: ExportFilter = ExportFilter(), zip: Bool = false,
                        for purpose: ExportPurpose = .plain,
                        progress: (@Sendable (ExportProgress) -> Void)? = nil) throws -> ExportReport {
-        let destination = absolute(destination)
-        try checkDestination(destination, zip: zip)
+        var destination = absolute(destination)
+        while destination.count > 1 && destination.hasSuffix("/") { destination.removeLast() }
+        let checked = try checkDestination(destination, zip: zip)
         let receipts = try list(ListFilter(zone: filter.zone, from: filter.from, to: filter.to, category: filter.category,
                                            status: filter.status))
         let items = purpose == .claim ? Self.claimNames(receipts) : Self.exportNames(receipts)
@@ -91,8 +92,8 @@ extension Vault {
             failures = try wrapped { try exportZip(destination, receipts: receipts, items: items, purpose: purpose,
                                                    tally: &tally, progress: progress) }
         } else {
-            failures = try wrapped { try exportFolder(destination, receipts: receipts, items: items, purpose: purpose,
-                                                      tally: &tally, progress: progress) }
+            failures = try wrapped { try exportFolder(destination, checked: checked, receipts: receipts, items: items,
+                                                      purpose: purpose, tally: &tally, progress: progress) }
         }
         let failedKeys = Set(failures.map { $0.receipt + "/" + $0.sha256 })
         let files = items.filter { !failedKeys.contains($0.receipt + "/" + $0.sha256) }
@@ -101,55 +102,18 @@ extension Vault {
                             failed: failures, bytes: files.reduce(0) { $0 + $1.size })
     }
 
-    /// The destination must be a new or empty folder, or (zip) a file that does not exist yet in an
-    /// existing folder. Checked before anything is written.
-    private func checkDestination(_ destination: String, zip: Bool) throws {
-        // Not inside the vault, where the files would be strangers to fsck and gc.
-        var existing = destination
-        while Self.realPath(existing) == nil && existing != "/" && existing != "." { existing = FileSystem.parentPath(existing) }
-        if let real = Self.realPath(existing), let vaultReal = Self.realPath(path), real == vaultReal || real.hasPrefix(vaultReal + "/") {
-            throw VaultError.bad("cannot export to \(destination): it is inside the vault \(path)")
-        }
-        let st = try wrapped { try FileSystem.status(destination, followLinks: true) }
-        if zip {
-            guard destination.lowercased().hasSuffix(".zip") else {
-                throw VaultError.bad("cannot export to \(destination): with --zip, give the name of a .zip file to create")
-            }
-            if st != nil || (try? FileSystem.status(destination)) ?? nil != nil {
-                throw VaultError.bad("cannot export to \(destination): the file already exists (nothing was written)")
-            }
-            let parent = FileSystem.parentPath(destination)
-            guard let pst = try? FileSystem.status(parent, followLinks: true), pst.isDirectory else {
-                throw VaultError.bad("cannot export to \(destination): no folder \(parent)")
-            }
-            return
-        }
-        guard let st else {
-            if (try? FileSystem.status(destination)) ?? nil != nil {
-                throw VaultError.bad("cannot export to \(destination): it is a dangling symbolic link")
-            }
-            return
-        }
-        guard st.isDirectory else {
-            throw VaultError.bad("cannot export to \(destination): it exists and is not a folder")
-        }
-        let contents = try wrapped { try FileSystem.contents(of: destination) }
-        if !contents.isEmpty {
-            throw VaultError.bad("cannot export to \(destination): the folder is not empty (nothing was written)")
-        }
-    }
-
     // MARK: - Folder
 
-    private func exportFolder(_ destination: String, receipts: [ReceiptView], items: [ExportItem], purpose: ExportPurpose,
-                              tally: inout ExportProgress, progress: (@Sendable (ExportProgress) -> Void)?) throws -> [ExportFailure] {
-        try FileSystem.makeDirectories(destination)
-        var folders = Set<String>()
-        for item in items {
-            let parent = FileSystem.parentPath(item.name)
-            if parent != "." { folders.insert(parent) }
+    private func exportFolder(_ destination: String, checked: FileStatus?, receipts: [ReceiptView], items: [ExportItem],
+                              purpose: ExportPurpose, tally: inout ExportProgress,
+                              progress: (@Sendable (ExportProgress) -> Void)?) throws -> [ExportFailure] {
+        let root = try openExportFolder(destination, checked: checked)
+        let folders = try Self.makeFolders(for: items.map(\.name), in: root)
+        /// The folder an item's file goes in, and its name there.
+        let place: @Sendable (String) -> (folder: ExportFolder, name: String) = { name in
+            let parent = FileSystem.parentPath(name)
+            return (folders[parent == "." ? "" : parent] ?? root, Self.lastComponent(name))
         }
-        for folder in folders.sorted() { try FileSystem.makeDirectories(FileSystem.join(destination, folder)) }
 
         // Both cores, on different files: copying and verifying (hashing) one file is one core's work;
         // two threads per core, so one hashes while the other waits for a direct read or write.
@@ -159,19 +123,20 @@ extension Vault {
         // delete, ext4's `recently_deleted()` makes each creation slow, and four threads creating in one
         // folder spent a quarter of their CPU spinning (the export took 1.2× `cp -r`).
         let created = Parallel.Ahead(count: items.count, limit: 64) { index in
-            Result { try FileDescriptor.open(FileSystem.join(destination, items[index].name),
-                                             O_WRONLY | O_CREAT | O_EXCL, mode: 0o644) }
+            let (folder, name) = place(items[index].name)
+            return Result { try folder.makeFile(name) }
         }
         let outcomes = Parallel.map(Array(items.indices), workers: 2 * Parallel.cores) { index in
             let item = items[index]
             let out = try created.take(index).get()
             defer { out.close() }
             do {
-                try self.copyBlob(try self.blobRecord(item.sha256), into: out)
+                try self.copyExported(item.sha256, into: out)
                 state.done(item, failure: nil, progress: progress)
             } catch {
                 // The file was created before its blob was read: no failure may leave it behind.
-                try? FileSystem.remove(out.path)
+                let (folder, name) = place(item.name)
+                folder.remove(name)
                 switch error {
                 case let error as BlobError: state.done(item, failure: error.description, progress: progress)
                 case let error as VaultError where error.kind == .notFound: state.done(item, failure: error.message, progress: progress)
@@ -183,98 +148,12 @@ extension Vault {
         tally = state.tally
         let failures = state.failures.sorted { ($0.receipt, $0.sha256) < ($1.receipt, $1.sha256) }
         for (name, data) in try Self.closingFiles(receipts, items: items, failures: failures, purpose: purpose) {
-            try Self.writeNew(FileSystem.join(destination, name), data)
+            try root.writeFile(name, data)
         }
         // One syncfs for every file and folder written, then the folder's own entry.
-        try FileSystem.syncFileSystem(containing: destination)
+        try Self.syncFileSystem(of: root)
         try FileSystem.syncDirectory(FileSystem.parentPath(destination))
         return failures
-    }
-
-    private static func writeNew(_ path: String, _ data: Data) throws {
-        try FileDescriptor.with(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644) { fd in
-            try data.withUnsafeBytes { try fd.write($0) }
-        }
-    }
-
-    // MARK: - Zip
-
-    private func exportZip(_ destination: String, receipts: [ReceiptView], items: [ExportItem], purpose: ExportPurpose,
-                           tally: inout ExportProgress, progress: (@Sendable (ExportProgress) -> Void)?) throws -> [ExportFailure] {
-        let folder = FileSystem.parentPath(destination)
-        let base = Self.lastComponent(destination)
-        let token = SecureRandom.hex(6)
-        let partial = FileSystem.join(folder, ".\(base).\(token).partial")
-        let scratch = FileSystem.join(folder, ".\(base).\(token).files")
-        try FileSystem.makeDirectories(scratch)
-        defer {
-            for name in (try? FileSystem.contents(of: scratch)) ?? [] { try? FileSystem.remove(FileSystem.join(scratch, name)) }
-            _ = Glibc.rmdir(scratch)
-            try? FileSystem.remove(partial)
-        }
-        let archive: Archive
-        do {
-            archive = try Archive(url: URL(fileURLWithPath: partial), accessMode: .create)
-        } catch {
-            throw VaultError(.io, "cannot create the zip file \(destination): \(error)")
-        }
-        var failures: [ExportFailure] = []
-        for (index, item) in items.enumerated() {
-            // The verified bytes go to a scratch file first, so a corrupt blob never reaches the zip.
-            let copy = FileSystem.join(scratch, String(index))
-            do {
-                try copyBlob(try blobRecord(item.sha256), to: copy)
-            } catch let error as BlobError {
-                failures.append(ExportFailure(receipt: item.receipt, sha256: item.sha256, error: error.description))
-                continue
-            } catch let error as VaultError where error.kind == .notFound {
-                failures.append(ExportFailure(receipt: item.receipt, sha256: item.sha256, error: error.message))
-                continue
-            }
-            try FileDescriptor.with(copy, O_RDONLY) { fd in
-                try addZipEntry(archive, item.name, size: item.size, mediaType: Self.compressible(item.name),
-                                destination: destination) { position, size in
-                    var data = Data(count: size)
-                    let n = try data.withUnsafeMutableBytes { try fd.read(into: $0, at: position) }
-                    if n < size { data.removeLast(size - n) }
-                    return data
-                }
-            }
-            try FileSystem.remove(copy)
-            tally.filesDone += 1
-            tally.bytesDone += item.size
-            progress?(tally)
-        }
-        for (name, data) in try Self.closingFiles(receipts, items: items, failures: failures, purpose: purpose) {
-            try addZipEntry(archive, name, size: Int64(data.count), mediaType: true, destination: destination) { position, size in
-                let start = Int(position)
-                return data.subdata(in: start..<min(start + size, data.count))
-            }
-        }
-        try FileDescriptor.with(partial, O_RDONLY) { try $0.sync() }
-        // link() fails if the name was taken meanwhile: an existing file is never replaced.
-        do {
-            try FileSystem.link(partial, destination)
-        } catch let error as PathError where error.errno == EEXIST {
-            throw VaultError.bad("cannot export to \(destination): the file already exists (nothing was written)")
-        } catch let error as PathError {
-            throw PathError("creating", path: destination, errno: error.errno)
-        }
-        try FileSystem.remove(partial)
-        try FileSystem.syncDirectory(folder)
-        return failures
-    }
-
-    private func addZipEntry(_ archive: Archive, _ name: String, size: Int64, mediaType compress: Bool, destination: String,
-                             provider: (Int64, Int) throws -> Data) throws {
-        do {
-            try archive.addEntry(with: name, type: .file, uncompressedSize: size, permissions: 0o644,
-                                 compressionMethod: compress ? .deflate : .none, provider: provider)
-        } catch let error as PathError {
-            throw error
-        } catch {
-            throw VaultError(.io, "cannot write \(name) into the zip file \(destination): \(error)")
-        }
     }
 
     /// Deflate pays for text; PDFs, images and archives are mostly compressed already.
@@ -355,6 +234,7 @@ extension Vault {
 
     /// `manifest.csv`: one row per exported attachment (paths relative to the export), and one row
     /// without path for a receipt that has no attachment, so every receipt comes back on import.
+    /// Cells a spreadsheet would run are written as text (`SpreadsheetCell`); import reads them back.
     static func exportManifest(_ receipts: [ReceiptView], items: [ExportItem], failures: [ExportFailure]) throws -> Data {
         let failed = Set(failures.map { $0.receipt + "/" + $0.sha256 })
         let stream = OutputStream(toMemory: ())
@@ -390,10 +270,10 @@ extension Vault {
                     }
                 }
                 let files = byReceipt[r.id] ?? []
-                if files.isEmpty { try writer.write(row: row("", "", "")) }
+                if files.isEmpty { try writer.write(row: row("", "", "").map(SpreadsheetCell.written)) }
                 for item in files {
                     guard let a = r.attachments.first(where: { $0.sha256 == item.sha256 }) else { continue }
-                    try writer.write(row: row(item.name, a.filename, a.sha256))
+                    try writer.write(row: row(item.name, a.filename, a.sha256).map(SpreadsheetCell.written))
                 }
             }
             writer.stream.close()

@@ -2,13 +2,14 @@ import BlobStore
 import Foundation
 import TestSupport
 import XCTest
+import ZIPFoundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Private by default: what `receipt` writes in a vault or a server's data folder is readable by
 /// its owner only, whatever the user's umask; fsck reports what others could read and --repair
-/// takes it away; an export still follows the user's umask.
+/// takes it away; an export (folder, claim package, zip and what it unzips to) is owner-only too.
 final class PermissionsTests: CLITestCase {
     private var savedUmask: mode_t = 0
 
@@ -88,11 +89,24 @@ final class PermissionsTests: CLITestCase {
         XCTAssertEqual((clean["problems"] as? [[String: Any]])?.count, 0, "\(clean)")
     }
 
-    func testAnExportFollowsTheUsersUmask() throws {
-        try importFile("scan.jpg", TestData.random(2000, seed: 3))
-        let destination = folder.file("out")
-        let r = try receipt("export", destination)
-        XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertEqual(mode(destination + "/manifest.csv"), 0o644)
+    func testAnExportIsOwnerOnlyWhateverTheUmask() throws {
+        try importFile("scan.jpg", TestData.random(300_000, seed: 3), "--date", "2025-03-04")
+        try importFile("note.txt", Array("small".utf8))
+        for (name, args) in [("out", ["--for", "plain"]), ("claim", ["--for", "claim"])] {
+            let destination = folder.file(name)
+            let r = try receipt(["export", destination] + args)
+            XCTAssertEqual(r.status, 0, r.stderr)
+            assertPrivate(destination)
+        }
+        let zip = folder.file("out.zip")
+        XCTAssertEqual(try receipt("export", zip, "--zip").status, 0)
+        XCTAssertEqual(mode(zip), 0o600)
+        let unzipped = URL(fileURLWithPath: folder.file("unzipped")).standardizedFileURL
+        try FileManager.default.createDirectory(at: unzipped, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.unzipItem(at: URL(fileURLWithPath: zip), to: unzipped)
+        // The folders unzip makes are unzip's (the zip holds files only); the files say 0600.
+        let files = modes(unzipped.path).filter { !$0.2 }
+        XCTAssertEqual(files.count, 4, "\(files)")
+        for (path, bits, _) in files { XCTAssertEqual(bits, 0o600, path) }
     }
 }

@@ -10,8 +10,9 @@ import XCTest
 import Glibc
 #endif
 
-/// Limits a public server needs, over real sockets on 127.0.0.1: slow senders are dropped, connections
-/// beyond the cap wait, and each route refuses a body over its limit with 413.
+/// Limits a public server needs, over real sockets on 127.0.0.1: slow and silent senders are dropped,
+/// connections beyond the caps are closed at once, and each route refuses a body over its limit with
+/// 413, before reading it when its length is declared.
 final class ConnectionLimitsTests: XCTestCase {
     /// Tight limits so that a test does not wait minutes; the behaviour is the defaults'.
     static let tight = ServerLimits(maxBlobSize: 1 << 20, maxBundleSize: 4096, maxPushBody: 4096, maxSmallJSON: 1024,
@@ -41,7 +42,7 @@ final class ConnectionLimitsTests: XCTestCase {
                                         json: false).status, 422)
     }
 
-    func testConnectionsBeyondTheCapWaitUntilOneCloses() async throws {
+    func testAConnectionBeyondTheCapIsClosedAtOnceInsteadOfWaiting() async throws {
         let h = try await Household.start(["alice"], limits: ServerLimits(maxConnections: 2))
         defer { Task { await h.shutdown() } }
         let request = Array("GET /v1/account HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(h["alice"].token)\r\n\r\n".utf8)
@@ -50,14 +51,91 @@ final class ConnectionLimitsTests: XCTestCase {
             try socket.send(request)
             checkTrue(try await socket.response(within: .seconds(60))?.hasPrefix("HTTP/1.1 200") == true)
         }
-        // The third is accepted by the kernel's backlog but not served while two are open...
+        // The third is accepted and closed at once, its request unanswered...
         let third = try TCPClient(port: h.server.port)
         try third.send(request)
-        checkEqual(try await third.response(within: .seconds(1)), nil, "a third connection was served beyond a cap of 2")
-        // ...and is served as soon as one closes.
-        first.close()
-        checkTrue(try await third.response(within: .seconds(60))?.hasPrefix("HTTP/1.1 200") == true)
+        checkEqual(try await third.response(within: .seconds(10)), "", "a third connection was not closed at a cap of 2")
+        // ...while those under the cap go on, and a slot is free again once one of them closes.
         checkTrue(try await second.isOpen(), "a connection under the cap was closed")
+        first.close()
+        checkTrue(try await Self.servedSoon(request, port: h.server.port), "no connection was served after one closed")
+    }
+
+    func testAConnectionBeyondThePerAddressCapIsClosedWhileOtherAddressesAreServed() async throws {
+        let h = try await Household.start(["alice"], limits: ServerLimits(maxConnectionsPerAddress: 2))
+        defer { Task { await h.shutdown() } }
+        let request = Array("GET /v1/account HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(h["alice"].token)\r\n\r\n".utf8)
+        let held = try (0..<2).map { _ in try TCPClient(port: h.server.port) }
+        for socket in held {
+            try socket.send(request)
+            checkTrue(try await socket.response(within: .seconds(60))?.hasPrefix("HTTP/1.1 200") == true)
+        }
+        let third = try TCPClient(port: h.server.port)
+        try third.send(request)
+        checkEqual(try await third.response(within: .seconds(10)), "", "a third connection from 127.0.0.1 was served")
+        let elsewhere = try TCPClient(port: h.server.port, from: "127.0.0.2")
+        try elsewhere.send(request)
+        checkTrue(try await elsewhere.response(within: .seconds(60))?.hasPrefix("HTTP/1.1 200") == true,
+                  "another address was refused by the cap of one")
+    }
+
+    /// Served on a new connection within 60 s (a closed one's slot is freed as the server sees it close).
+    static func servedSoon(_ request: [UInt8], port: Int) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            let socket = try TCPClient(port: port)
+            try socket.send(request)
+            if try await socket.response(within: .seconds(10))?.hasPrefix("HTTP/1.1 200") == true { return true }
+        }
+        return false
+    }
+
+    func testASilentConnectionOrTLSHandshakeIsClosedAfterTheHeadTimeout() async throws {
+        checkEqual(ClientPace().headTimeout, .seconds(10), "a silent connection is held longer than 10 s by default")
+        let pace = ClientPace(headTimeout: .seconds(1))
+        let plain = try await Household.start([], limits: ServerLimits(pace: pace))
+        let made = try MadeCertificate.make(hosts: ["127.0.0.1"])
+        let tls = try await Household.start([], limits: ServerLimits(pace: pace)) { folder in
+            (try TLSTests.serve(made, in: folder), ["--pin", made.sha256])
+        }
+        defer { Task { await plain.shutdown(); await tls.shutdown() } }
+        for (what, port, hello) in [("plain", plain.server.port, []), ("TLS", tls.server.port, []),
+                                    ("TLS, half a ClientHello", tls.server.port, [0x16, 0x03, 0x01, 0x02, 0x00, 0x01] as [UInt8])] {
+            let socket = try TCPClient(port: port)
+            try socket.send(hello)
+            let started = ContinuousClock.now
+            checkTrue(await socket.closes(within: .seconds(30)), "\(what): a silent connection was kept")
+            checkTrue(ContinuousClock.now - started < .seconds(10), "\(what): closed only after \(ContinuousClock.now - started)")
+        }
+    }
+
+    /// A declared `Content-Length` over the route's limit is answered 413 before any of the body is
+    /// sent, and the connection is closed rather than the body read.
+    func testAContentLengthOverTheLimitIs413BeforeTheBodyIsRead() async throws {
+        var limits = Self.tight
+        limits.maxConnections = 512
+        limits.maxWebUpload = 100_000
+        let h = try await Household.start(["alice"], limits: limits)
+        defer { Task { await h.shutdown() } }
+        let token = h["alice"].token
+        checkEqual(try await h.raw.call(.PUT, "/v1/zones/alice/z", token: token).status, 201)
+        let auth = "Authorization: Bearer \(token)\r\n"
+        let cases: [(String, Int)] = [
+            ("PUT /v1/blobs/\(String(repeating: "c", count: 64))", (1 << 20) + 1), ("POST /v1/blobs/bundle", 4097),
+            ("POST /v1/zones/alice/z/push", 4097), ("POST /v1/blobs/want", 1025), ("POST /v1/nothing/here", 1 << 30),
+            ("POST /z/alice/z/upload", 100_001),
+        ]
+        for (line, length) in cases {
+            for authorization in [auth, ""] where authorization == auth || length == 1 << 30 {
+                let socket = try TCPClient(port: h.server.port)
+                try socket.send(Array("\(line) HTTP/1.1\r\nHost: x\r\n\(authorization)Content-Type: multipart/form-data; boundary=b\r\nContent-Length: \(length)\r\n\r\n".utf8))
+                let head = try await socket.response(within: .seconds(10)) ?? "no answer"
+                checkTrue(head.hasPrefix("HTTP/1.1 413"), "\(line) with \(length) bytes declared: \(head)")
+                // What the client sends after the answer is not read for long: the server closes.
+                let closed = try await socket.drip([UInt8](repeating: 0x61, count: 100_000), every: .milliseconds(1), until: .seconds(30))
+                checkTrue(closed, "\(line): the body was read after the 413")
+            }
+        }
     }
 
     func testEachRouteRefusesABodyOverItsLimitWith413() async throws {
@@ -144,16 +222,22 @@ final class ConnectionLimitsTests: XCTestCase {
 final class TCPClient: @unchecked Sendable {
     private var fd: Int32
 
-    init(port: Int) throws {
+    /// `from`: the local address to connect from (any of 127.0.0.0/8 on Linux).
+    init(port: Int, from source: String = "127.0.0.1") throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw HarnessError("socket: errno \(errno)") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        func address(_ host: String, _ port: Int) -> sockaddr_in {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr(host)
+            return address
         }
+        var local = address(source, 0), remote = address("127.0.0.1", port)
+        let size = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) } }
+        guard bound == 0 else { throw HarnessError("bind to \(source): errno \(errno)") }
+        let connected = withUnsafePointer(to: &remote) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, size) } }
         guard connected == 0 else { throw HarnessError("connect to 127.0.0.1:\(port): errno \(errno)") }
     }
 
@@ -208,19 +292,30 @@ final class TCPClient: @unchecked Sendable {
         return false
     }
 
-    /// The head of the next response, or nil if none arrives within `within`.
+    /// The head of the next response, or nil if none arrives within `within` ("" when the server
+    /// closes the connection without a byte).
     func response(within: Duration) async throws -> String? {
         let deadline = ContinuousClock.now + within
         var text: [UInt8] = []
         while ContinuousClock.now < deadline {
             guard let got = receive(waiting: 50) else { await Task.yield(); continue }
-            if got.isEmpty { break }
+            if got.isEmpty { return String(decoding: text, as: UTF8.self) }
             text += got
             if let end = String(decoding: text, as: UTF8.self).range(of: "\r\n\r\n") {
                 return String(String(decoding: text, as: UTF8.self)[..<end.lowerBound])
             }
         }
         return text.isEmpty ? nil : String(decoding: text, as: UTF8.self)
+    }
+
+    /// Whether the server closes the connection within `within` (whatever it sends before).
+    func closes(within: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + within
+        while ContinuousClock.now < deadline {
+            guard let got = receive(waiting: 50) else { await Task.yield(); continue }
+            if got.isEmpty { return true }
+        }
+        return false
     }
 
     /// Whether the connection is still open (no end received).

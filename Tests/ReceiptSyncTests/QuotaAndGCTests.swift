@@ -14,10 +14,11 @@ final class QuotaAndGCTests: XCTestCase {
         try await CLI.run(["server"] + args + ["--data", h.server.data], in: h.folder)
     }
 
+    /// The bytes of the blobs counted against the account (its texts and records count too: TextOwnersAndQuotaTests).
     func used(_ h: Household, _ account: String) async throws -> Int64? {
         let list = try await server(h, ["account-list", "--json"])
         let entry = (list.json as? [[String: Any]])?.first { $0["account"] as? String == account }
-        return (entry?["usedBytes"] as? NSNumber)?.int64Value
+        return (entry?["blobBytes"] as? NSNumber)?.int64Value
     }
 
     func testOverQuotaIsRefusedWith507AndTheChangeStaysPending() async throws {
@@ -147,6 +148,6 @@ final class QuotaAndGCTests: XCTestCase {
             XCTAssertTrue(catalog.blobs.contains(staged.id), round)
             checkEqual(try await catalog.want([staged.id.hex], caller: alice), [], "\(round): the server lost the blob's record")
         }
-        try await catalog.close()
+        try catalog.close()
     }
 }

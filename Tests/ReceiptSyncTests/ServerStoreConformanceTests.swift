@@ -227,7 +227,7 @@ class ServerStoreConformanceTests: XCTestCase {
         XCTAssertEqual(v18, [300])
         let v19 = try await store.readableBlobSizes([id], caller: bob)
         XCTAssertEqual(v19, [nil])
-        let v20 = try await store.accounts().first { $0.account == "alice" }?.usedBytes
+        let v20 = try await store.accounts().first { $0.account == "alice" }?.blobBytes
         XCTAssertEqual(v20, 300)
         // Bob's quota is smaller than his upload: refused, and nothing of it recorded.
         try await store.setQuota(account: "bob", bytes: 100)

@@ -185,6 +185,40 @@ final class TLSTests: XCTestCase {
         XCTAssertFalse(ended.signaled, ended.stderr)
     }
 
+    /// `server cert` makes a certificate that can only be a TLS server's: it signs for no other site.
+    func testServerCertMakesALeafForServerAuthenticationOnly() async throws {
+        let folder = TemporaryFolder("receipt-tls")
+        let made = try await CLI.run(["server", "cert", "--data", folder.file("server"), "--host", "127.0.0.1", "--json"], in: folder)
+        XCTAssertEqual(made.status, 0, made.stderr)
+        let text = try ReceiptBinary.run(["x509", "-in", folder.file("server/tls/cert.pem"), "-noout", "-text"],
+                                         executable: "/usr/bin/openssl").stdout
+        XCTAssertTrue(text.contains("CA:FALSE"), text)
+        XCTAssertFalse(text.contains("CA:TRUE") || text.contains("Certificate Sign"), text)
+        let usages = text.components(separatedBy: "X509v3 Extended Key Usage:").last?.split(separator: "\n").dropFirst().first
+        XCTAssertEqual(usages?.trimmingCharacters(in: .whitespaces), "TLS Web Server Authentication", text)
+    }
+
+    /// TLS 1.2 with CBC suites is refused to a real client; AEAD suites and TLS 1.3 are served.
+    func testTLS12OffersAEADSuitesOnly() async throws {
+        let made = try MadeCertificate.make(hosts: ["127.0.0.1"])
+        let h = try await Household.start([]) { folder in (try Self.serve(made, in: folder), []) }
+        defer { Task { await h.shutdown() } }
+        func handshake(_ options: [String]) throws -> (ok: Bool, output: String) {
+            let run = try ReceiptBinary.run(["s_client", "-connect", "127.0.0.1:\(h.server.port)"] + options,
+                                            executable: "/usr/bin/openssl")
+            return (run.status == 0 && run.stdout.contains("BEGIN CERTIFICATE"), run.stdout + run.stderr)
+        }
+        for cbc in ["ECDHE-ECDSA-AES128-SHA", "ECDHE-ECDSA-AES256-SHA", "ECDHE-ECDSA-AES128-SHA256", "AES128-SHA"] {
+            let refused = try handshake(["-tls1_2", "-cipher", cbc])
+            XCTAssertFalse(refused.ok, "the server agreed to \(cbc): \(refused.output)")
+        }
+        for aead in ["ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305"] {
+            let served = try handshake(["-tls1_2", "-cipher", aead])
+            XCTAssertTrue(served.ok && served.output.contains(aead), "\(aead) was refused: \(served.output)")
+        }
+        XCTAssertTrue(try handshake(["-tls1_3"]).ok, "TLS 1.3 was refused")
+    }
+
     /// The URL `server run --json` prints once it listens.
     static func listeningURL(_ output: String, _ process: Process) async throws -> String {
         let deadline = Date().addingTimeInterval(60)

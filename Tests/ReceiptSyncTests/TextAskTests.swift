@@ -28,6 +28,7 @@ class TextAskTests: HouseholdTestCase {
         try await alice.ok(["zone", "create", "household"])
         try await alice.ok(["import", h.folder.file("files/many"), "--zone", "household", "--no-index"])
         try await alice.ok(["share", "household", "bob", "--role", "write"])
+        try await alice.ok(["share", "household", "carol", "--role", "read"])
         checkEqual(try await alice.sync()["pushed"] as? Int, Self.pendingCount)
         checkEqual(try await bob.sync()["pulled"] as? Int, Self.pendingCount)
 
@@ -42,8 +43,10 @@ class TextAskTests: HouseholdTestCase {
         checkEqual(lines.filter { $0.route == "/v1/account" }.count, 2, "\(lines)")
         checkEqual(lines.filter { $0.route == "/v1/text/fetch" }.count, 0, "\(lines)")
 
-        // Carol, outside the household, imports the same bytes as one of its files and extracts their
-        // text: storing it moves the counters of alice and bob, whose next syncs ask and take it.
+        // Carol, who reads the household's zone, imports the same bytes as one of its files into her
+        // own and extracts their text: it is kept for her and for alice, whose zone she reads (never
+        // for a household she is not in), and storing it moves the counters of alice and bob, whose
+        // next syncs ask and take it.
         try await carol.ok(["import", shared.path])
         checkEqual(try await carol.sync()["textsUploaded"] as? Int, 1)
         mark = h.logLines().count
@@ -68,16 +71,20 @@ class TextAskTests: HouseholdTestCase {
         let alice = h["alice"], carol = h["carol"]
         let bytes = Array("HARDWARE STORE\nhinges 4x\nTOTAL 12.80\n".utf8)
         let path = try h.folder.write("files/hardware.txt", bytes)
-        try await alice.ok(["import", path])
+        // Carol reads alice's zone "household", which holds the bytes with their text.
+        try await alice.ok(["zone", "create", "household"])
+        try await alice.ok(["share", "household", "carol", "--role", "read"])
+        try await alice.ok(["import", path, "--zone", "household"])
         checkEqual(try await alice.sync()["textsUploaded"] as? Int, 1)
-        // Carol has synced (her counter is known) with a pending blob of her own.
+        // Carol has synced her own zone only (her counter is known) with a pending blob of her own.
         try await carol.ok(["import", try h.folder.write("files/other.txt", Array("other\n".utf8)), "--no-index"])
-        _ = try await carol.sync()
+        try await carol.ok(["sync", "--zone", "personal"])
         let mark = h.logLines().count
         // The same bytes, imported by carol: nobody stored a text she could read meanwhile, yet the
         // blob is new to her vault, so her sync asks about it (and only it) and takes alice's text.
         try await carol.ok(["import", path, "--no-index"])
-        checkEqual(try await carol.sync()["textsDownloaded"] as? Int, 1)
+        checkEqual(try await carol.ok(["sync", "--zone", "personal", "--json"]).json.flatMap {
+            ($0 as? [String: Any])?["textsDownloaded"] as? Int }, 1)
         checkEqual(h.logLines().dropFirst(mark).filter { $0.route == "/v1/text/fetch" }.count, 1)
         let found = try await carol.ok(["search", "hinges", "--json"]).json as? [[String: Any]]
         checkEqual(found?.count, 1)

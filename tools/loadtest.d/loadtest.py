@@ -209,7 +209,9 @@ def run_backend(a, backend, receipt, work, cluster):
     for p in range(2 if backend == "postgres2" else 1):
         port = free_port()
         err = open(os.path.join(work, "%s-server-%d.log" % (backend, p)), "wb")
-        procs.append(subprocess.Popen([receipt, "server", "run", "--data", data, "--listen", "127.0.0.1:%d" % port] + db,
+        # Every member connects from 127.0.0.1: the per-address cap must admit them all.
+        procs.append(subprocess.Popen([receipt, "server", "run", "--data", data, "--listen", "127.0.0.1:%d" % port,
+                                       "--max-connections-per-address", str(a.members + 16)] + db,
                                       stdout=err, stderr=err, start_new_session=True))
         ports.append(port)
     try:

@@ -34,4 +34,8 @@ void cfileops_fix_malloc_mmap_threshold(int bytes);
 /// renameat2(RENAME_NOREPLACE): renames `from` to `to` only when `to` does not exist (EEXIST
 /// otherwise), atomically. Returns 0, or -1 with errno set (EINVAL where the file system cannot).
 int cfileops_rename_noreplace(const char *from, const char *to);
+
+/// The commit this binary was built from, as the build defined it
+/// (`swift build -Xcc -DRECEIPT_COMMIT='"abc1234"'`), or "unknown" for a plain `swift build`.
+const char *cfileops_build_commit(void);
 #endif

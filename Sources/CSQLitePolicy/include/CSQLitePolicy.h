@@ -7,4 +7,9 @@
 /// because sqlite3_config is variadic, which Swift cannot call.
 int csqlite_memstatus_off(void);
 
+/// sqlite3_temp_directory = `path`: where every connection of the process puts its temporary files
+/// (statement journals, sorts and temporary tables too large for memory) instead of /var/tmp, /tmp
+/// or the working folder. Process-wide and not thread-safe: set once, before the first connection.
+void csqlite_temp_directory(const char *path);
+
 #endif

@@ -159,6 +159,8 @@ enum PostgresSchema {
         ],
         // Version 5: the web list's word search (PostgresWebSearch.swift).
         PostgresWebSearch.migration,
+        // Version 6: texts per zone owner, and the bytes of each zone's records (PostgresTextOwners.swift).
+        PostgresTextOwners.migration,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -105,7 +105,7 @@ extension PostgresServerStore {
                         return ServerCatalog.AccountSummary.Token(label: label, createdAt: createdAt)
                     }
                 let zones = try await db.rows("SELECT name FROM zones WHERE owner_id = \(id) ORDER BY name").map { try $0.decode(String.self) }
-                summaries.append(ServerCatalog.AccountSummary(account: name, quota: quota, usedBytes: try await Self.usage(db, accountID: id),
+                summaries.append(ServerCatalog.AccountSummary(account: name, quota: quota, used: try await Self.usage(db, accountID: id),
                                                               zones: zones, tokens: tokens))
             }
             return summaries

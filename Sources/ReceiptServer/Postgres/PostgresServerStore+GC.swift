@@ -21,9 +21,20 @@ extension PostgresServerStore {
                 ORDER BY sha256
                 """).map { try $0.decode((String, Int64).self) }
         }
+        // As the embedded catalog: an owner's texts of blobs its zones no longer reference go.
+        let orphanTexts = """
+            FROM blob_texts t WHERE NOT EXISTS (SELECT 1 FROM record_blobs rb JOIN zones z ON z.id = rb.zone_id
+                                                WHERE rb.sha256 = t.sha256 AND z.owner_id = t.owner_id)
+            """
         if dryRun {
             report.blobs = planned.map { ServerGCReport.Blob(sha256: $0.0, bytes: $0.1) }
+            report.removedTexts = try await transaction { db in
+                try await db.value(PostgresQuery(unsafeSQL: "SELECT count(*)::BIGINT " + orphanTexts), as: Int64.self).map(Int.init) ?? 0
+            }
         } else {
+            report.removedTexts = try await transaction { db in
+                try await db.run(PostgresQuery(unsafeSQL: "DELETE " + orphanTexts + " RETURNING 1"))
+            }
             let store = blobs
             var rest = planned[...]
             while !rest.isEmpty {

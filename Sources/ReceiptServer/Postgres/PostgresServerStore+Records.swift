@@ -103,13 +103,16 @@ extension PostgresServerStore {
         let decoder = JSONDecoder()
         var seq = try await db.value("SELECT seq FROM zones WHERE id = \(zone.id)", as: Int64.self) ?? 0
         var results: [WirePushResult] = []
+        var addedBytes: Int64 = 0
         for record in request.records {
             guard WireName.isValidRecordID(record.id) else {
                 results.append(WirePushResult(id: record.id, status: .rejected, error: "\(record.id) is not a receipt id (a UUID)"))
                 continue
             }
+            var replacedBytes: Int64 = 0
             if let current = try await db.rows("SELECT change_tag, payload FROM records WHERE zone_id = \(zone.id) AND id = \(record.id)").first {
                 let (tag, payload) = try current.decode((String, String?).self)
+                replacedBytes = StorageUse.recordBytes(payload: payload)
                 if tag != record.baseTag {
                     let receipt = try payload.map { try decoder.decode(WireReceipt.self, from: Data($0.utf8)) }
                     results.append(WirePushResult(id: record.id, status: .conflict,
@@ -143,6 +146,7 @@ extension PostgresServerStore {
             seq += 1
             let tag = SecureRandom.hex(8)
             let payload = try record.receipt.map { String(decoding: try encoder.encode($0), as: UTF8.self) }
+            addedBytes += StorageUse.recordBytes(payload: payload) - replacedBytes
             try await db.run("DELETE FROM record_blobs WHERE zone_id = \(zone.id) AND record_id = \(record.id)")
             try await db.run("""
                 INSERT INTO records(zone_id, id, change_tag, seq, payload) VALUES (\(zone.id), \(record.id), \(tag), \(seq), \(payload))
@@ -155,7 +159,7 @@ extension PostgresServerStore {
             }
             results.append(WirePushResult(id: record.id, status: .saved, changeTag: tag))
         }
-        try await db.run("UPDATE zones SET seq = \(seq) WHERE id = \(zone.id)")
+        try await db.run("UPDATE zones SET seq = \(seq), record_bytes = record_bytes + \(addedBytes) WHERE id = \(zone.id)")
         return WirePushResponse(results: results)
     }
 

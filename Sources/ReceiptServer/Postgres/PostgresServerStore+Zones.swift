@@ -124,38 +124,52 @@ extension PostgresServerStore {
                 throw ServerError.notFound("account \(account)")
             }
             try await db.run("DELETE FROM shares WHERE zone_id = \(zone.id) AND account_id = \(target)")
+            // As the embedded catalog: its uploads of the zone's blobs would now count against it.
+            try await db.run("""
+                DELETE FROM possessions WHERE account_id = \(target) AND sha256 IN (SELECT sha256 FROM record_blobs WHERE zone_id = \(zone.id))
+                """)
         }
     }
 
-    // MARK: Quotas (as ServerCatalog+Quota.swift counts them)
+    // MARK: Quotas (the rules of ServerCatalog+Quota.swift)
 
-    static func usage(_ db: PostgresConnection, accountID: Int64) async throws -> Int64 {
-        try await db.value("""
-            SELECT COALESCE(SUM(b.size), 0)::BIGINT FROM blobs b WHERE b.sha256 IN (
-                SELECT rb.sha256 FROM record_blobs rb JOIN zones z ON z.id = rb.zone_id WHERE z.owner_id = \(accountID)
-                UNION
-                SELECT p.sha256 FROM possessions p WHERE p.account_id = \(accountID)
-                    AND NOT EXISTS (SELECT 1 FROM record_blobs rb WHERE rb.sha256 = p.sha256))
-            """, as: Int64.self) ?? 0
+    static func usage(_ db: PostgresConnection, accountID: Int64) async throws -> StorageUse {
+        guard let row = try await db.rows("""
+            SELECT (SELECT COALESCE(SUM(b.size), 0)::BIGINT FROM blobs b WHERE b.sha256 IN (
+                        SELECT rb.sha256 FROM record_blobs rb JOIN zones z ON z.id = rb.zone_id WHERE z.owner_id = \(accountID)
+                        UNION
+                        SELECT p.sha256 FROM possessions p WHERE p.account_id = \(accountID) AND NOT EXISTS (
+                            SELECT 1 FROM record_blobs rb JOIN zones z ON z.id = rb.zone_id WHERE rb.sha256 = p.sha256
+                            AND (z.owner_id = \(accountID)
+                                 OR EXISTS (SELECT 1 FROM shares s WHERE s.zone_id = z.id AND s.account_id = \(accountID)))))),
+                   (SELECT COALESCE(SUM(bytes), 0)::BIGINT FROM blob_texts WHERE owner_id = \(accountID)),
+                   (SELECT COALESCE(SUM(record_bytes), 0)::BIGINT FROM zones WHERE owner_id = \(accountID))
+            """).first else { return StorageUse() }
+        let (blobs, texts, records) = try row.decode((Int64, Int64, Int64).self)
+        return StorageUse(blobs: blobs, texts: texts, records: records)
     }
 
-    /// Runs `change` in the caller's transaction and throws 507 (rolling it back) when it left the
-    /// account over its quota with more bytes than before. The account's row is locked first, so two
-    /// processes cannot each see room for one more upload.
-    static func withinQuota<T>(_ db: PostgresConnection, accountID: Int64, _ change: () async throws -> T) async throws -> T {
-        guard let row = try await db.rows("SELECT name, quota FROM accounts WHERE id = \(accountID) FOR UPDATE").first else {
-            return try await change()
+    /// Runs `change` in the caller's transaction and throws 507 (rolling it back) when it left any
+    /// of the accounts over its quota with more bytes than before. The accounts' rows are locked
+    /// first, in id order, so two processes cannot each see room for one more upload, and two
+    /// changes to the same accounts wait for each other instead of deadlocking.
+    static func withinQuota<T>(_ db: PostgresConnection, accountIDs: [Int64], _ change: () async throws -> T) async throws -> T {
+        let ids = Set(accountIDs).sorted()
+        var limited: [(id: Int64, name: String, quota: Int64, before: Int64)] = []
+        for row in try await db.rows("SELECT id, name, quota FROM accounts WHERE id = ANY(\(ids)) ORDER BY id FOR UPDATE") {
+            let (id, name, quota) = try row.decode((Int64, String, Int64?).self)
+            guard let quota else { continue }
+            limited.append((id, name, quota, try await usage(db, accountID: id).total))
         }
-        let (name, quota) = try row.decode((String, Int64?).self)
-        guard let quota else { return try await change() }
-        let before = try await usage(db, accountID: accountID)
         let result = try await change()
-        let after = try await usage(db, accountID: accountID)
-        if after > quota && after > before {
-            throw ServerError(507, "the storage quota of the account \(name) (\(quota) bytes) would be exceeded: "
-                + "it uses \(before) bytes and this needs \(after - before) more; the change was not kept "
-                + "(the server's administrator can raise it with `receipt server account-quota \(name) SIZE`)")
+        for account in limited {
+            try StorageUse.check(account: account.name, quota: account.quota, before: account.before,
+                                 after: try await usage(db, accountID: account.id).total)
         }
         return result
+    }
+
+    static func withinQuota<T>(_ db: PostgresConnection, accountID: Int64, _ change: () async throws -> T) async throws -> T {
+        try await withinQuota(db, accountIDs: [accountID], change)
     }
 }

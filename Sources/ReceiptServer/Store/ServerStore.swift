@@ -46,9 +46,11 @@ public protocol ServerStore: AnyObject, Sendable {
     func collectGarbage(graceSeconds: Int64, dryRun: Bool) async throws -> ServerGCReport
 
     // Extracted text (docs/PROTOCOL.md, "Extracted text"); addresses and versions already validated.
-    /// Keeps each text (its `sha256` set) unless the server has one of that blob and version already
-    /// (the first stays), in one transaction with one move of each reader's counter; returns the
-    /// addresses refused because the caller cannot read a zone referencing the blob.
+    /// Keeps each text (its `sha256` set) for every owner of a zone the caller can read that
+    /// references the blob, unless that owner has one of that blob and version already (the first
+    /// stays), in one transaction with one move of each reader's counter; returns the addresses
+    /// refused because the caller cannot read a zone referencing the blob. 507, keeping nothing,
+    /// when the texts would take an owner past its quota.
     func putTexts(_ texts: [WireText], version: String, caller: Account) async throws -> [String]
     func textWant(_ blobs: [String], version: String, caller: Account) async throws -> [String]
     func texts(_ blobs: [String], version: String, caller: Account, byteLimit: Int) async throws -> WireTextFetchResponse

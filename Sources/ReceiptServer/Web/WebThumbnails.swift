@@ -1,5 +1,6 @@
 import BlobStore
 import Foundation
+import MediaTypes
 import ReceiptText
 #if canImport(Glibc)
 import Glibc
@@ -7,9 +8,12 @@ import Glibc
 
 /// The list's thumbnails: made once per blob by a maintained tool run as a child process under a
 /// time and memory limit (ImageMagick's `convert` for images, poppler's `pdftoppm` for a PDF's
-/// first page), then kept by the blob's address under `DATA/thumbs/` (files 0600). A blob no tool
-/// can render (a damaged image, an unknown type, a tool that times out) gets the placeholder, and a
-/// marker so it is not tried again; the thumbnail route never answers an error for it.
+/// first page), then kept by the blob's address under `DATA/thumbs/` (files 0600). Only bytes that
+/// start as their declared type says, and are PNG, JPEG, GIF, WebP, TIFF or PDF, are rendered, by
+/// the coder of that type named explicitly (`png:`…), in a `ThumbnailSandbox`: ImageMagick never
+/// picks a decoder from the content (an SVG would fetch any file it names). A blob no tool can render
+/// (a damaged image, another type, a tool that times out) gets the placeholder, and a marker so it is
+/// not tried again; the thumbnail route never answers an error for it.
 actor WebThumbnails {
     let folder: String
     let store: BlobStore
@@ -22,7 +26,9 @@ actor WebThumbnails {
 
     static let size = 160
     static let limits = ToolLimits(seconds: 20, memoryBytes: 1 << 30)
-    static let imageTypes: Set<String> = WebFiles.inlineImageTypes.union(["image/heic", "image/heif", "image/tiff", "image/bmp"])
+    /// In `folder` once every thumbnail there was made by coder named: older ones may have been
+    /// rendered from an SVG that pulled in another blob, so they are all removed once.
+    static let madeByCoderMarker = ".made-by-named-coder"
 
     enum Thumbnail: Sendable, Equatable {
         case png(path: String)
@@ -32,6 +38,18 @@ actor WebThumbnails {
     init(dataPath: String, store: BlobStore) {
         folder = FileSystem.join(dataPath, "thumbs")
         self.store = store
+        Self.forgetThumbnailsOfOlderServers(folder)
+    }
+
+    static func forgetThumbnailsOfOlderServers(_ folder: String) {
+        let marker = FileSystem.join(folder, madeByCoderMarker)
+        guard !FileSystem.exists(marker) else { return }
+        for name in (try? FileSystem.contents(of: folder)) ?? [] {
+            try? FileManager.default.removeItem(atPath: FileSystem.join(folder, name))
+        }
+        guard (try? FileSystem.makeDirectories(folder, mode: 0o700)) != nil else { return }
+        let fd = Glibc.open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        if fd >= 0 { Glibc.close(fd) }
     }
 
     /// The thumbnail of `blob` (an attachment of type `mediaType`), made now if it was not yet.
@@ -40,9 +58,9 @@ actor WebThumbnails {
         if FileManager.default.fileExists(atPath: png) { return .png(path: png) }
         if FileManager.default.fileExists(atPath: failed) { return .placeholder }
         if let task = running[blob] { return await task.value }
-        let task = Task.detached { [folder, store] in
+        let task = Task.detached { [store] in
             await self.acquire()
-            let made = await Self.make(blob, mediaType: mediaType, store: store, folder: folder, png: png, failed: failed)
+            let made = await Self.make(blob, mediaType: mediaType, store: store, png: png, failed: failed)
             await self.release()
             return made
         }
@@ -69,37 +87,59 @@ actor WebThumbnails {
         FileSystem.join(FileSystem.join(folder, blob.fanOut), blob.hex + suffix)
     }
 
-    /// Copies the blob's original bytes into a private work folder, runs the tool there, and moves
-    /// its output into place (a rename: a reader sees no thumbnail or a whole one).
-    static func make(_ blob: BlobID, mediaType: String, store: BlobStore, folder: String, png: String,
-                     failed: String) async -> Thumbnail {
-        let work = FileSystem.join(folder, "work-" + SecureRandom.hex(8))
-        defer { try? FileManager.default.removeItem(atPath: work) }
-        do {
-            try FileSystem.makeDirectories(FileSystem.join(folder, blob.fanOut), mode: 0o700)
-            try FileSystem.makeDirectories(work, mode: 0o700)
-        } catch {
-            return .placeholder
-        }
+    /// Copies the blob's original bytes into a sandbox of its own (removed when done), runs the tool
+    /// there, and moves its output into place (a rename: a reader sees no thumbnail or a whole one).
+    static func make(_ blob: BlobID, mediaType: String, store: BlobStore, png: String, failed: String) async -> Thumbnail {
+        guard let sandbox = ThumbnailSandbox(), let work = sandbox.newWork(),
+              (try? FileSystem.makeDirectories(FileSystem.parentPath(png), mode: 0o700)) != nil else { return .placeholder }
+        defer { sandbox.remove() }
         let source = FileSystem.join(work, "source")
         let output = FileSystem.join(work, "thumb.png")
         var outcome: ToolOutcome?
-        if imageTypes.contains(mediaType) || mediaType == "application/pdf", copyOriginal(blob, store: store, to: source) {
-            let (tool, arguments): (String, [String]) = mediaType == "application/pdf"
-                ? ("/usr/bin/pdftoppm", ["-png", "-singlefile", "-f", "1", "-l", "1", "-scale-to", "\(size)", source,
-                                         FileSystem.join(work, "thumb")])
-                // `[0]`: the first frame of an animation; `-thumbnail` also drops the metadata.
-                : ("/usr/bin/convert", ["-limit", "memory", "256MiB", "-limit", "time", "\(limits.seconds)",
-                                        source + "[0]", "-auto-orient", "-thumbnail", "\(size)x\(size)>", "png:" + output])
-            outcome = await run(tool, arguments, in: work)
+        if copyOriginal(blob, store: store, to: source),
+           let (tool, arguments) = command(source: source, declared: mediaType, output: output) {
+            outcome = await run(tool, arguments, in: work, environment: sandbox.environment(work: work))
         }
-        if outcome?.succeeded == true, chmod(output, 0o600) == 0, rename(output, png) == 0 {
+        if outcome?.succeeded == true, install(output, at: png) {
             return .png(path: png)
         }
         // Remembered, so a damaged file costs one run of the tool, not one per page view.
         let marker = Glibc.open(failed, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         if marker >= 0 { Glibc.close(marker) }
         return .placeholder
+    }
+
+    /// The tool rendering `source` to the PNG `output`, when its bytes start as its declared type says
+    /// and that type is one thumbnails are made from; nil otherwise.
+    static func command(source: String, declared: String, output: String) -> (tool: String, arguments: [String])? {
+        var head = [UInt8](repeating: 0, count: 64)
+        guard let count = try? FileDescriptor.with(source, O_RDONLY, { fd in try head.withUnsafeMutableBytes { try fd.readFully(into: $0) } }),
+              let type = head[..<count].withUnsafeBytes({ MediaType.sniff($0) }), type == MediaType.essence(declared)
+        else { return nil }
+        if type == "application/pdf" {
+            return ("/usr/bin/pdftoppm", ["-png", "-singlefile", "-f", "1", "-l", "1", "-scale-to", "\(size)", source,
+                                          String(output.dropLast(".png".count))])
+        }
+        guard let coder = ThumbnailSandbox.coders[type] else { return nil }
+        // `[0]`: the first frame of an animation; `-thumbnail` also drops the metadata.
+        return ("/usr/bin/convert", ["-limit", "memory", "256MiB", "-limit", "time", "\(limits.seconds)",
+                                     "\(coder.lowercased()):\(source)[0]", "-auto-orient", "-thumbnail", "\(size)x\(size)>",
+                                     "png:" + output])
+    }
+
+    /// Copies the tool's output next to `path` (the sandbox may be on another file system), then
+    /// renames it into place, 0600.
+    static func install(_ output: String, at path: String) -> Bool {
+        guard let bytes = FileManager.default.contents(atPath: output), !bytes.isEmpty else { return false }
+        let staging = path + "." + SecureRandom.hex(4) + ".tmp"
+        do {
+            try FileDescriptor.with(staging, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600) { try $0.write(Array(bytes)) }
+            try FileSystem.rename(staging, path)
+            return true
+        } catch {
+            try? FileSystem.remove(staging)
+            return false
+        }
     }
 
     /// The blob's original bytes (it may be stored xz-compressed) in a new 0600 file.
@@ -114,10 +154,12 @@ actor WebThumbnails {
     }
 
     /// ToolRun waits for its child: done on a thread of its own, not one of the server's.
-    static func run(_ tool: String, _ arguments: [String], in directory: String) async -> ToolOutcome {
+    static func run(_ tool: String, _ arguments: [String], in directory: String,
+                    environment: [String: String]) async -> ToolOutcome {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
-                continuation.resume(returning: ToolRun.run(tool, arguments, in: directory, limits: limits))
+                continuation.resume(returning: ToolRun.run(tool, arguments, in: directory, limits: limits,
+                                                           environment: environment))
             }
         }
     }

@@ -14,6 +14,7 @@ extension WebRoutes {
     /// streamed into a staging file while it is hashed (MultipartKit's streaming parser), then the
     /// blobs are recorded and installed exactly as `PUT /v1/blobs` does, then pushed as records.
     func upload(_ request: Request, context: ServerContext) async throws -> Response {
+        try request.refuseBodyOver(limits.maxWebUpload)
         let session = try await session(request)
         return try await guarded(session) {
             guard let session, sameOrigin(request) else { throw Self.crossSite }
@@ -182,6 +183,7 @@ final class WebUploadReceiver {
     private var contentType: String?
     private var text: [UInt8] = []
     private var incoming: IncomingBlob?
+    private var head = HeadBytes()
 
     init(store: BlobStore, session: WebSession, limits: ServerLimits) {
         self.store = store
@@ -215,7 +217,10 @@ final class WebUploadReceiver {
                 guard incoming.size + Int64(buffer.readableBytes) <= limits.maxBlobSize else {
                     throw ServerError(413, "the file \(filename ?? "") is larger than the server's limit of \(limits.maxBlobSize) bytes")
                 }
-                try buffer.withUnsafeReadableBytes { try incoming.append($0) }
+                try buffer.withUnsafeReadableBytes {
+                    head.take($0)
+                    try incoming.append($0)
+                }
             } else {
                 guard text.count + buffer.readableBytes <= 8 << 10 else { throw ServerError(413, "a form field is longer than 8 KiB") }
                 text += buffer.readableBytesView
@@ -234,6 +239,7 @@ final class WebUploadReceiver {
             contentType = nil
             text = []
             incoming = nil
+            head = HeadBytes()
         }
         guard error == nil else { return }
         if let filename {
@@ -243,8 +249,13 @@ final class WebUploadReceiver {
                 return
             }
             do {
+                let type = mediaType(for: filename)
+                try DeclaredTypes.check(head.bytes, declared: type, what: "the file \(Self.safeName(filename))")
                 let staged = try incoming.finishAddressedByContent()
-                files.append(File(staged: staged, filename: Self.safeName(filename), mediaType: mediaType(for: filename)))
+                files.append(File(staged: staged, filename: Self.safeName(filename), mediaType: type))
+            } catch let refusal as ServerError {
+                incoming.discard()
+                error = refusal
             } catch {
                 self.error = ServerError(500, "the upload could not be staged: \(error)")
             }

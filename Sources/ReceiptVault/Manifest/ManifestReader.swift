@@ -74,7 +74,8 @@ struct ManifestRecord {
     /// For each column (by `ordinal`), its field's index; nil when the header lacks the column.
     let positions: [Int?]
 
-    subscript(_ column: ManifestColumn) -> String? { positions[column.ordinal].map { fields[$0] } }
+    /// The column's value, without the `'` an export put before a cell a spreadsheet would run.
+    subscript(_ column: ManifestColumn) -> String? { positions[column.ordinal].map { SpreadsheetCell.read(fields[$0]) } }
 }
 
 /// Streams a manifest (RFC 4180 CSV, UTF-8, header row) row by row through CSV.swift (`CSVChunks`), keeping track of

@@ -20,35 +20,44 @@ extension Vault {
         // file (the rows of the same batch fail with it). Settled before the next batch is planned.
         var retry = Set<Digest>()
         let writer = ManifestRowWriter(newZones: plan.newZones)
-        try ingest(next: { try plan.next() }, source: { row in
-            guard let f = row.file, !f.known else { return nil }
-            guard f.firstNew || retry.remove(f.id) != nil else { return nil }
-            return .file(InputFile(checked: f.path, size: f.size, id: f.id.blobID, mediaType: f.mediaType))
-        }, failed: { row, error in
-            if let f = row.file { retry.insert(f.id) }
-            return Self.message(error)
-        }, rows: { w, batch in
-            try writer.write(w, batch)
-        }, committed: { rows, _ in
-            for row in rows {
-                switch row.outcome {
-                case .failed(let message): report.failed.append(FailedFile(path: row.given, error: message))
-                case .imported(let heldBy, let deduplicated, let existing):
-                    if !existing {
-                        report.added += 1
-                        if counted.insert(row.receipt).inserted { report.receiptsAdded += 1 }
-                    } else {
-                        report.existing += 1
+        var rowsDone = 0  // rows with a file whose batch committed
+        do {
+            try ingest(next: { try plan.next() }, source: { row in
+                guard let f = row.file, !f.known else { return nil }
+                guard f.firstNew || retry.remove(f.id) != nil else { return nil }
+                return .file(InputFile(checked: f.path, size: f.size, id: f.id.blobID, mediaType: f.mediaType))
+            }, failed: { row, error in
+                if let f = row.file { retry.insert(f.id) }
+                return Self.message(error)
+            }, rows: { w, batch in
+                try writer.write(w, batch)
+            }, committed: { rows, _ in
+                for row in rows {
+                    switch row.outcome {
+                    case .failed(let message): report.failed.append(FailedFile(path: row.given, error: message))
+                    case .imported(let heldBy, let deduplicated, let existing):
+                        if !existing {
+                            report.added += 1
+                            if counted.insert(row.receipt).inserted { report.receiptsAdded += 1 }
+                        } else {
+                            report.existing += 1
+                        }
+                        try each(ImportedFile(id: heldBy ?? ReceiptID.text(row.receiptID), path: row.given, sha256: row.id.hex,
+                                              size: row.size, deduplicated: deduplicated, existing: existing))
                     }
-                    try each(ImportedFile(id: heldBy ?? ReceiptID.text(row.receiptID), path: row.given, sha256: row.id.hex,
-                                          size: row.size, deduplicated: deduplicated, existing: existing))
+                    if row.last { counted.remove(row.receipt) }
+                    tally.bytesDone += row.size
+                    tally.rowsDone += 1
+                    rowsDone += 1
                 }
-                if row.last { counted.remove(row.receipt) }
-                tally.bytesDone += row.size
-                tally.rowsDone += 1
-            }
-            progress?(tally)
-        })
+                progress?(tally)
+            })
+        } catch {
+            // The batches before the failure stay committed: the error says what the vault holds now.
+            throw VaultError.partial(error, done: rowsDone == 0 ? nil : "\(report.receiptsAdded) receipt(s) with \(report.added) "
+                + "file(s) were imported before it failed (the batches of the manifest's first \(rowsDone) rows with a file: "
+                + "in the vault now, see `receipt list`); the rows after them were not")
+        }
         return report
     }
 }
