@@ -147,6 +147,7 @@ public final class ServerCatalog: Sendable {
         registerTextMigrations(&m)
         registerWebSearchMigration(&m)
         registerTextOwnersMigration(&m)
+        registerWebRowsByAddedMigration(&m)
         return m
     }
 

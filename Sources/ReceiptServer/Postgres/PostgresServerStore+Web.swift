@@ -129,9 +129,10 @@ extension PostgresServerStore {
             let rows = try await db.rows(PostgresQuery(unsafeSQL: """
                 SELECT r.id, r.change_tag, r.payload
                 FROM (SELECT w.zone_id, w.id, w.date, w.created_at FROM web_rows w WHERE \(whereSQL)
-                      ORDER BY w.date DESC NULLS LAST, w.created_at DESC, w.id LIMIT $\(binds.count + 1) OFFSET $\(binds.count + 2)) p
+                      ORDER BY \(filter.order(newestDate: "w.date DESC NULLS LAST", added: "w.created_at")), w.id
+                      LIMIT $\(binds.count + 1) OFFSET $\(binds.count + 2)) p
                 JOIN records r ON r.zone_id = p.zone_id AND r.id = p.id
-                ORDER BY p.date DESC NULLS LAST, p.created_at DESC, p.id
+                ORDER BY \(filter.order(newestDate: "p.date DESC NULLS LAST", added: "p.created_at")), p.id
                 """, binds: pageBinds))
             let decoder = JSONDecoder()
             let receipts = try rows.map { row in

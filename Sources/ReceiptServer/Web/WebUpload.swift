@@ -87,16 +87,17 @@ extension WebRoutes {
             throw ServerError(403, "the account \(session.account.name) may read \(owner)/\(name) but not edit its receipts")
         }
         let metadata = try WebMetadata(fields)
-        // Only the form's fields change: attachments, tags, status and claim stay as they are.
+        let claims = try WebClaimFields(fields)
+        // Only the form's fields change: the attachments stay as they are.
         var receipt = row.receipt
+        claims.setAll(on: &receipt)
         receipt.merchant = metadata.merchant
         receipt.date = metadata.date
         receipt.total = metadata.total
         receipt.currency = metadata.currency
         receipt.category = metadata.category
         receipt.note = metadata.note
-        // Later than the version it replaces, which a push may have dated as late as Int64.max.
-        receipt.modifiedAt = max(ServerCatalog.now(), row.receipt.modifiedAt == .max ? .max : row.receipt.modifiedAt + 1)
+        receipt.modifiedAt = Self.modifiedNow(after: row.receipt.modifiedAt)
         let result = try await catalog.push(WirePushRequest(records: [WirePushRecord(id: row.id, baseTag: fields["changeTag"], receipt: receipt)]),
                                             owner: owner, name: name, caller: session.account)
         switch result.results.first?.status {
@@ -146,7 +147,8 @@ struct WebMetadata {
             throw ServerError.bad("the currency \(currency) is not a 3-letter code such as EUR")
         }
         category = value("category")
-        note = value("note")
+        // A textarea sends its line breaks as CRLF (HTML); a note keeps the LF every other door stores.
+        note = value("note")?.replacingOccurrences(of: "\r\n", with: "\n")
     }
 
     func receipt(attachments: [WireAttachment], tags: [String], createdAt: Int64, modifiedAt: Int64) -> WireReceipt {
