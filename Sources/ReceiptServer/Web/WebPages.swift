@@ -83,6 +83,15 @@ extension WebRoutes {
         return html(WebTemplates.render("receipt", values), title: r.merchant ?? "Receipt", session: session)
     }
 
+    /// An upload none of whose files was kept, because one is already a receipt's of the zone.
+    func alreadyThere(_ filename: String, receipt: String, session: WebSession) -> Response {
+        html(WebTemplates.render("error", [
+            "heading": "Already here", "message": "\(filename) is already a receipt of this zone: nothing was uploaded.",
+            "advice": "Open that receipt to add to it, or upload the other files without this one.",
+            "open": receipt, "openLabel": "Open the receipt that has \(filename)",
+        ]), title: "Already here", session: session, status: .conflict)
+    }
+
     /// A file's size as a person reads it: "512 bytes", "300.0 KB", "1.2 MB" (powers of 1000).
     static func readableSize(_ bytes: Int64) -> String {
         guard bytes >= 1000 else { return "\(bytes) bytes" }

@@ -212,6 +212,20 @@ extension ServerCatalog {
         }
     }
 
+    func webReceiptsAttaching(_ blobs: [String], owner: String, name: String, caller: Account) async throws -> [String: String] {
+        try await pool.read { db in
+            let zone = try Self.requireZone(db, owner: owner, name: name, caller: caller)
+            var found: [String: String] = [:]
+            for blob in blobs {
+                found[blob] = try String.fetchOne(db, sql: """
+                    SELECT rb.recordID FROM recordBlobs rb JOIN records r ON r.zoneID = rb.zoneID AND r.id = rb.recordID
+                    WHERE rb.sha256 = ? AND rb.zoneID = ? AND r.payload IS NOT NULL LIMIT 1
+                    """, arguments: [blob, zone.id])
+            }
+            return found
+        }
+    }
+
     /// The zone as the caller sees it (404 when it cannot read it).
     func webZone(owner: String, name: String, caller: Account) async throws -> VisibleZone {
         try await pool.read { db in try Self.requireZone(db, owner: owner, name: name, caller: caller) }

@@ -192,6 +192,7 @@ enum WebTemplates {
     <h1>{{heading}}</h1>
     <p role="alert">{{message}}</p>
     <p>{{advice}}</p>
+    {{#open}}<p><a href="{{open}}">{{openLabel}}</a></p>{{/open}}
     <p>{{#back}}<a href="{{back}}">Back to where you were</a> · {{/back}}<a href="/">Your zones</a></p>
     """
 }

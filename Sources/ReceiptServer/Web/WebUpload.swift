@@ -64,6 +64,12 @@ extension WebRoutes {
                                receipt: metadata.receipt(attachments: files, tags: [], createdAt: now, modifiedAt: now))
             }
             if let problem = records.compactMap({ $0.receipt?.validationError() }).first { throw ServerError.bad(problem) }
+            // The same photo sent again: say where it already is rather than make a copy.
+            let attached = try await catalog.webReceiptsAttaching(attachments.map(\.sha256), owner: owner, name: name,
+                                                                  caller: session.account)
+            if let file = attachments.first(where: { attached[$0.sha256] != nil }), let existing = attached[file.sha256] {
+                return alreadyThere(file.filename, receipt: "\(Self.zonePath(owner, name))/r/\(existing)", session: session)
+            }
             // The sync upload's write order: possession recorded (and the quota checked), then the
             // files installed durably, then the records that reference them.
             let staged = receiver.files.map(\.staged)
