@@ -69,7 +69,7 @@ let package = Package(
             .product(name: "X509", package: "swift-certificates"),
         ], swiftSettings: strict),
         .target(name: "ReceiptServer", dependencies: [
-            "BlobStore", "ReceiptWire", "ReceiptText", "MediaTypes",
+            "BlobStore", "ReceiptCatalog", "ReceiptWire", "ReceiptText", "MediaTypes",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),

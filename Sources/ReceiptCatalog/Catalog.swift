@@ -78,6 +78,8 @@ public final class Catalog: Sendable {
                 throw CatalogError(code: .newerSchema(found: version, known: schemaVersion), path: path, detail: "")
             }
             if version < schemaVersion {
+                // Before the first write of the migration: a failed upgrade is rolled back with one `mv`.
+                try CatalogCopy.keepBeforeMigration(pool, catalogPath: path, version: schemaVersion)
                 try migrate(pool)
             }
         } catch let error as CatalogError {

@@ -10,7 +10,8 @@ struct ServerCommand: AsyncParsableCommand {
         subcommands: [ServerAccountAddCommand.self, ServerAccountListCommand.self, ServerTokenAddCommand.self,
                       ServerTokenRotateCommand.self, ServerTokenRevokeCommand.self, ServerAccountQuotaCommand.self,
                       ServerAccountRemoveCommand.self, ServerCertCommand.self, ServerGCCommand.self, ServerRunCommand.self,
-                      ServerPasswdCommand.self, ServerSessionsRevokeCommand.self])
+                      ServerPasswdCommand.self, ServerSessionsRevokeCommand.self,
+                      ServerBackupCommand.self, ServerRestoreCommand.self])
 }
 
 struct ServerAccountAddCommand: AsyncParsableCommand {

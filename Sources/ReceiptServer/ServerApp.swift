@@ -156,7 +156,7 @@ public enum SyncServer {
     /// `onRunning` receives the bound port (useful with port 0).
     /// With `tls`, serves HTTPS only, and SIGHUP reads the certificate and key again (new connections
     /// get the new certificate; none is dropped; files that do not make a usable pair are logged and
-    /// the pair in use is kept).
+    /// the pair in use is kept). Without, SIGHUP is logged and changes nothing.
     /// With a PostgreSQL `database`, any number of processes may serve the same database and data folder.
     public static func run(dataPath: String, database: ServerDatabase = .embedded, host: String, port: Int,
                            limits: ServerLimits = ServerLimits(), tls: TLSIdentity? = nil,
@@ -182,19 +182,24 @@ public enum SyncServer {
         }
         // Staging files of a server that died mid-upload: nothing refers to them.
         for file in (try? catalog.blobs.interimFiles()) ?? [] where !file.owned { try? FileSystem.remove(file.path) }
-        let reloads = tls.map { identity in
-            Task {
-                for await _ in await UnixSignalsSequence(trapping: .sighup) {
-                    do {
-                        try identity.reload()
-                        logger.notice("reloaded the TLS certificate \(identity.files.certificate) and key \(identity.files.key)")
-                    } catch {
-                        logger.error("SIGHUP: kept the TLS certificate in use: \(error)")
-                    }
+        // SIGHUP is trapped before the server listens, with TLS or without: the service unit's
+        // ExecReload sends it, and its default action would stop a plain-HTTP server.
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        let reloads = Task {
+            for await _ in hangups {
+                guard let identity = tls else {
+                    logger.notice("SIGHUP: serving plain HTTP, there is no TLS certificate to read again")
+                    continue
+                }
+                do {
+                    try identity.reload()
+                    logger.notice("reloaded the TLS certificate \(identity.files.certificate) and key \(identity.files.key)")
+                } catch {
+                    logger.error("SIGHUP: kept the TLS certificate in use: \(error)")
                 }
             }
         }
-        defer { reloads?.cancel() }
+        defer { reloads.cancel() }
         do {
             // Slow senders are dropped by SlowClientGuard (Hummingbird's idle timeout is reset by any
             // byte of a body, so it cannot); connections over the caps are closed by ConnectionGate.

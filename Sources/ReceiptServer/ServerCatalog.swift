@@ -1,5 +1,6 @@
 import BlobStore
 import GRDB
+import ReceiptCatalog
 import ReceiptWire
 #if canImport(Glibc)
 import Glibc
@@ -73,6 +74,7 @@ public final class ServerCatalog: Sendable {
                 throw ServerError(500, "the server catalog \(FileSystem.join(path, Self.fileName)) was written by a newer receipt "
                     + "(migrations \(unknown.joined(separator: ", ")) unknown to this one): upgrade receipt; nothing was changed")
             }
+            try Self.keepCopyBeforeMigration(pool, catalogPath: FileSystem.join(path, Self.fileName))
             try Self.migrator.migrate(pool)
             self.pool = pool
             self.blobs = store
@@ -85,6 +87,15 @@ public final class ServerCatalog: Sendable {
     }
 
     public func close() throws { try pool.close() }
+
+    /// A catalog some earlier receipt made that this one is about to migrate is first copied to
+    /// `server.sqlite.before-vN` (N: the migrations applied after), so a failed upgrade is rolled back
+    /// with one `mv`; a new, empty catalog has nothing to keep. `receipt server gc` removes the copy.
+    static func keepCopyBeforeMigration(_ pool: DatabasePool, catalogPath: String) throws {
+        let applied = try pool.read { db in try migrator.appliedIdentifiers(db) }
+        guard !applied.isEmpty, applied.count < migrator.migrations.count else { return }
+        try CatalogCopy.keepBeforeMigration(pool, catalogPath: catalogPath, version: migrator.migrations.count)
+    }
 
     static var migrator: DatabaseMigrator {
         var m = DatabaseMigrator()

@@ -1,6 +1,7 @@
 import BlobStore
 import Foundation
 import GRDB
+import ReceiptCatalog
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -125,6 +126,10 @@ extension ServerCatalog {
             }
         }
         Self.finish(&report, blobs: blobs, cutoff: cutoff, dryRun: dryRun)
+        if !dryRun {
+            // The migrated catalog served and was collected from: its pre-upgrade copy has done its work.
+            try CatalogCopy.removeBeforeMigrationCopies(of: FileSystem.join(dataPath, Self.fileName))
+        }
         return report
     }
 }

@@ -161,6 +161,30 @@ final class TLSTests: XCTestCase {
         XCTAssertFalse(ended.signaled)
     }
 
+    /// `systemctl reload receipt-server` sends SIGHUP whatever the settings: a plain-HTTP server
+    /// logs it and goes on serving (SIGHUP's default action would have ended it).
+    func testSIGHUPKeepsAPlainHTTPServerServing() async throws {
+        let folder = TemporaryFolder("receipt-hup")
+        let data = folder.file("server")
+        let token = try await TestServer.addAccount("alice", data: data)
+        let output = folder.file("server-run")
+        let server = try CLI.start(["server", "run", "--data", data, "--listen", "127.0.0.1:0", "--json"], output: output)
+        defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
+        let url = try await Self.listeningURL(output, server)
+        let vault = folder.file("vault")
+        checkEqual(try await CLI.run(["init", "--vault", vault], in: folder).status, 0)
+        let set = try await CLI.run(["remote", "set", url, "--account", "alice", "--token", token, "--vault", vault], in: folder)
+        XCTAssertEqual(set.status, 0, set.stderr)
+        XCTAssertEqual(kill(server.processIdentifier, SIGHUP), 0)
+        let synced = try await CLI.run(["sync", "--vault", vault], in: folder)
+        XCTAssertEqual(synced.status, 0, synced.stderr)
+        XCTAssertTrue(server.isRunning, "SIGHUP must not stop a server without TLS")
+        kill(server.processIdentifier, SIGTERM)
+        let ended = await CLI.wait(server, output: output)
+        XCTAssertEqual(ended.status, 0, ended.stderr)
+        XCTAssertFalse(ended.signaled, ended.stderr)
+    }
+
     /// `server cert` makes a certificate that can only be a TLS server's: it signs for no other site.
     func testServerCertMakesALeafForServerAuthenticationOnly() async throws {
         let folder = TemporaryFolder("receipt-tls")

@@ -37,6 +37,14 @@ extension Vault {
             try await check(at: path, options: options, sink: sink)
         }
         let problems = sink.problems
+        if problems.allSatisfy(\.repaired) {
+            // The migrated catalog passed: the copy kept for rolling the upgrade back has done its work.
+            do {
+                try CatalogCopy.removeBeforeMigrationCopies(of: FileSystem.join(path, Catalog.fileName))
+            } catch {
+                throw VaultError.wrap(error)
+            }
+        }
         return FsckReport(ok: problems.allSatisfy(\.repaired), checkedBlobs: sink.checkedBlobs,
                           checkedBytes: sink.checkedBytes, problems: problems, quick: options.quick,
                           repair: options.repair,
