@@ -116,4 +116,25 @@ final class ReceiptReaderTests: XCTestCase {
         XCTAssertEqual(field(aliased, .merchant)?.value, "Book Ta-K")
         XCTAssertEqual(field(aliased, .merchant)?.fills, true)
     }
+
+    /// Lines as Tesseract read SROIE dev scans 004, 011, 012, 017, 067 and 077: a misread name is
+    /// offered, not filled; a name cut at `&` goes on on the next line; a label and a registration
+    /// number around a name are not the name.
+    func testAMisreadOrCutNameIsOnlySuggested() {
+        let merchant = { (text: String) in self.field(ReceiptReader().read(text), .merchant) }
+        for text in ["tan woon yann\nMR O.T.Y. (M) SON BHD\n(CO.REG : 86067 1-D)\n",
+                     "ATK Huy a\nALAM) SDN BHD\n822737-X\n",
+                     "fs 7A\nRESTAURANT SDN BHD\nNO 2, JALAN\n",
+                     "ACME S0N BHD\n"] {
+            XCTAssertEqual(merchant(text)?.fills, false, text)
+        }
+        let cut = merchant("HOnE MASTER HARDWARE &\nELECTRICAL\n; NO.113G & 115G, JALAN SETIA GEMEILANG\n")
+        XCTAssertEqual(cut?.value, "HOnE MASTER HARDWARE & ELECTRICAL")
+        XCTAssertEqual(cut?.fills, false, "HOnE: a word OCR misread")
+        XCTAssertEqual(merchant("BHD\nLIGHTROOM GALLERY, SDE\n")?.value, "LIGHTROOM GALLERY, SDE", "a lone legal form is no name")
+        let labelled = merchant("Dimiliki: banh mi cafe sdn bhd 1110644-V\n")
+        XCTAssertEqual(labelled?.value, "banh mi cafe sdn bhd")
+        XCTAssertEqual(labelled?.fills, true)
+        XCTAssertEqual(merchant("24HR MART SDN BHD\n")?.fills, true, "a number before letters is printed so")
+    }
 }
