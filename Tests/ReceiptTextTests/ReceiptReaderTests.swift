@@ -137,4 +137,15 @@ final class ReceiptReaderTests: XCTestCase {
         XCTAssertEqual(labelled?.fills, true)
         XCTAssertEqual(merchant("24HR MART SDN BHD\n")?.fills, true, "a number before letters is printed so")
     }
+
+    /// SROIE dev 005 as Tesseract read it: the item line (18.50, 34.00) confirms 34.00, but cash 101.00
+    /// less change 70.00 says 31.00, the truth. A receipt whose own arithmetic disagrees is not filled.
+    func testATotalThePaymentContradictsIsOnlySuggested() {
+        let text = "Description Qty Price Amount\nPlastic 2 18.50 34.00\nTotal Amount: 34.00\nCash Received 101.00\nChange : 70.00\n"
+        let total = field(ReceiptReader().read(text), .total)
+        XCTAssertEqual(total?.value, "34.00")
+        XCTAssertEqual(total?.fills, false)
+        let agreeing = text.replacingOccurrences(of: "70.00", with: "67.00")
+        XCTAssertEqual(field(ReceiptReader().read(agreeing), .total)?.fills, true, "cash less change confirms it")
+    }
 }
