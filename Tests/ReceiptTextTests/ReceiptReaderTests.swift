@@ -148,4 +148,11 @@ final class ReceiptReaderTests: XCTestCase {
         let agreeing = text.replacingOccurrences(of: "70.00", with: "67.00")
         XCTAssertEqual(field(ReceiptReader().read(agreeing), .total)?.fills, true, "cash less change confirms it")
     }
+
+    /// SROIE dev 067: `12.17.26 PM` is a time, not 17 December 2026 proving the receipt month first.
+    func testATimeWithDotsProvesNoDayOrder() {
+        let date = field(ReceiptReader(order: .dayFirst, latest: Day(year: 2026, month: 11, day: 28)!).read("Date 06/01/18 12.17.26 PM\n"), .date)
+        XCTAssertEqual(date?.value, "2018-01-06")
+        XCTAssertTrue(DateScanner.dates(in: "12.17.26 PM").isEmpty)
+    }
 }
