@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import BlobStore
 import ReceiptCatalog
 @testable import MediaTypes
 @testable import ReceiptVault

@@ -247,6 +247,8 @@ struct WebRoutes {
         var values: [String: Any] = [
             "zoneHref": Self.zonePath(owner, name), "zoneLabel": Self.label(owner, name, session), "href": href,
             "id": row.id, "changeTag": row.changeTag, "merchant": r.merchant ?? "(no merchant)", "date": r.date ?? "",
+            // The edit form's value: the heading's placeholder must not come back as a merchant.
+            "merchantValue": r.merchant ?? "",
             "total": r.total ?? "", "currency": r.currency ?? "", "category": r.category ?? "", "note": r.note ?? "",
             "tags": r.tags.joined(separator: ", "), "status": r.status ?? "none", "canWrite": zone.role != .read, "csrf": session.csrf,
             "attachments": r.attachments.map { a -> [String: Any] in

@@ -108,7 +108,7 @@ enum WebTemplates {
     <label for="u-total">Total</label><input id="u-total" name="total" inputmode="decimal" placeholder="12.34">
     <label for="u-currency">Currency</label><input id="u-currency" name="currency" placeholder="EUR" maxlength="3">
     <label for="u-category">Category</label><input id="u-category" name="category">
-    <label for="u-note">Note</label><input id="u-note" name="note">
+    <label for="u-note">Note</label><textarea id="u-note" name="note" rows="3"></textarea>
     <fieldset><legend>Several files are</legend>
     <label><input type="radio" name="group" value="each" checked> one receipt each</label>
     <label><input type="radio" name="group" value="one"> pages of one receipt</label>
@@ -149,12 +149,12 @@ enum WebTemplates {
     <form method="post" action="{{href}}" class="stack">
     <input type="hidden" name="csrf" value="{{csrf}}">
     <input type="hidden" name="changeTag" value="{{changeTag}}">
-    <label for="e-merchant">Merchant</label><input id="e-merchant" name="merchant" value="{{merchant}}">
+    <label for="e-merchant">Merchant</label><input id="e-merchant" name="merchant" value="{{merchantValue}}">
     <label for="e-date">Date</label><input id="e-date" name="date" type="date" value="{{date}}">
     <label for="e-total">Total</label><input id="e-total" name="total" inputmode="decimal" value="{{total}}">
     <label for="e-currency">Currency</label><input id="e-currency" name="currency" maxlength="3" value="{{currency}}">
     <label for="e-category">Category</label><input id="e-category" name="category" value="{{category}}">
-    <label for="e-note">Note</label><input id="e-note" name="note" value="{{note}}">
+    <label for="e-note">Note</label><textarea id="e-note" name="note" rows="3">{{note}}</textarea>
     <button type="submit">Save</button>
     </form>
     </section>
