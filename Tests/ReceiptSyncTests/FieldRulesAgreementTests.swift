@@ -97,7 +97,7 @@ final class FieldRulesAgreementTests: HouseholdTestCase {
         let id = try XCTUnwrap(upload.header("Location")?.split(separator: "/").last.map(String.init))
         let path = "/z/alice/z/r/\(id)"
         var fields = Self.formFields(try await web.get(path).body)
-        fields[field] = given
+        fields[field] = given.replacingOccurrences(of: "\n", with: "\r\n")  // as a browser sends a typed line break
         let answer = try await web.post(path, fields.sorted { $0.key < $1.key })
         if answer.status != 303 {
             XCTAssertEqual(answer.status, 400, answer.body)
@@ -156,7 +156,7 @@ final class FieldRulesAgreementTests: HouseholdTestCase {
     }
 
     /// The edit form's fields as a browser sends them back: an `<input>`'s value loses its line
-    /// breaks (HTML's value sanitization), a `<textarea>` keeps them.
+    /// breaks (HTML's value sanitization), a `<textarea>` keeps them, as CRLF.
     static func formFields(_ page: String) -> [String: String] {
         guard let start = page.range(of: #"<h2 id="edit">"#) else { return [:] }
         let form = String(page[start.upperBound...])
@@ -171,7 +171,9 @@ final class FieldRulesAgreementTests: HouseholdTestCase {
         for m in textarea.matches(in: form, range: whole) {
             var text = unescaped(String(form[Range(m.range(at: 2), in: form)!]))
             if text.hasPrefix("\n") { text.removeFirst() }
-            fields[String(form[Range(m.range(at: 1), in: form)!])] = text
+            // Form submission sends every line break as CRLF.
+            fields[String(form[Range(m.range(at: 1), in: form)!])] = text.replacingOccurrences(of: "\r\n", with: "\n")
+                .replacingOccurrences(of: "\n", with: "\r\n")
         }
         fields["csrf"] = nil
         return fields

@@ -129,7 +129,10 @@ struct WebMetadata {
 
     init(_ fields: [String: String]) throws {
         func value(_ key: String, _ rule: (String) throws -> String) throws -> String? {
-            guard let text = fields[key]?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return nil }
+            // A browser sends a textarea's line breaks as CRLF whatever it was given: stored as the
+            // LF the command line and the form's page use, so a save without a change changes nothing.
+            guard let text = fields[key]?.replacingOccurrences(of: "\r\n", with: "\n").trimmingCharacters(in: .whitespacesAndNewlines),
+                  !text.isEmpty else { return nil }
             do { return try rule(text) } catch let error as FieldError { throw ServerError.bad(error.description) }
         }
         merchant = try value("merchant") { try ReceiptFields.text($0, field: "merchant") }
