@@ -22,18 +22,13 @@ struct SearchCommand: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("Words, prefix*, \"a phrase\", amounts.", valueName: "query")) var query: [String]
-    @Option(help: "Only this zone.") var zone: String?
-    @Option(help: ArgumentHelp("Only dated on or after.", valueName: "YYYY-MM-DD")) var from: String?
-    @Option(help: ArgumentHelp("Only dated on or before.", valueName: "YYYY-MM-DD")) var to: String?
-    @Option(help: "Only this category (case-insensitive).") var category: String?
-    @Option(help: ArgumentHelp("Only receipts whose claim stands so.", valueName: "none|submitted|reimbursed|denied"))
-    var status: String?
+    @OptionGroup var scope: ScopeOptions
     @Option(help: "At most this many results.") var limit = 20
 
     func run() throws {
         let vault = try options.openVaultForReading()
         let results = try vault.search(query.joined(separator: " "),
-                                       scope: ReceiptScope(zone: zone, from: from, to: to, category: category, status: status),
+                                       scope: scope.scope,
                                        limit: limit)
         if results.isEmpty {
             let nearby = vault.nearbyWords(query.joined(separator: " "))
