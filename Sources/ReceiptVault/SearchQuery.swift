@@ -1,5 +1,6 @@
 import Foundation
 import ReceiptText
+import ReceiptWire
 
 /// A user's search, parsed: words (all must match), `prefix*` and `"quoted phrases"`, plus amounts
 /// (`23.45`) that also match a receipt's total. Turned into an FTS5 expression in which every term is
