@@ -132,6 +132,10 @@ public final class Catalog: Sendable {
             // A committed reference must survive a power cut, not only a crash of this process.
             try db.execute(sql: "PRAGMA synchronous = FULL")
             SearchRank.register(db)
+            // The index's words, for `search`'s "did you mean" (SearchSuggestions). In the connection's
+            // own temporary schema: nothing is written to the catalog, and a reading connection, which
+            // may not create anything once open, has it too. FTS5 finds its table when it is read.
+            try db.execute(sql: "CREATE VIRTUAL TABLE IF NOT EXISTS temp.searchVocab USING fts5vocab(main, \(SearchIndex.table), row)")
         }
         return config
     }

@@ -149,6 +149,12 @@ enum Schema {
             // taught it (Catalog+Readings.swift). New tables only: no row of a v8 catalog changes.
             try db.execute(sql: Catalog.readingsSQL)
         }
+        m.registerMigration("v10-text-signatures") { db in
+            // `receipt dups`: a signature of each receipt's text and the pairs a person kept as two
+            // (Catalog+TextSignatures.swift). New tables only; signatures of texts read before are
+            // made when `dups` first runs.
+            try db.execute(sql: Catalog.textSignaturesSQL)
+        }
         return m
     }
 

@@ -26,12 +26,7 @@ struct ExportCommand: ParsableCommand {
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("The folder (or with --zip, the .zip file) to create.", valueName: "dest"))
     var destination: String
-    @Option(help: "Only this zone.") var zone: String?
-    @Option(help: ArgumentHelp("Only dated on or after.", valueName: "YYYY-MM-DD")) var from: String?
-    @Option(help: ArgumentHelp("Only dated on or before.", valueName: "YYYY-MM-DD")) var to: String?
-    @Option(help: "Only this category (case-insensitive).") var category: String?
-    @Option(help: ArgumentHelp("Only receipts whose claim stands so.", valueName: "none|submitted|reimbursed|denied"))
-    var status: String?
+    @OptionGroup var scope: ScopeOptions
     @Option(name: .customLong("for"), help: ArgumentHelp("Who the export is for.", valueName: "plain|claim")) var purpose = "plain"
     @Flag(help: "Write one zip file instead of a folder.") var zip = false
 
@@ -43,7 +38,7 @@ struct ExportCommand: ParsableCommand {
         }
         let vault = try options.openVault()
         let progress = ProgressLine("exporting")
-        let filter = ExportFilter(zone: zone, from: from, to: to, category: category, status: status)
+        let filter = ExportFilter(zone: scope.zone, from: scope.from, to: scope.to, category: scope.category, status: scope.status)
         let report = try vault.export(to: destination, filter: filter, zip: zip, for: purpose) {
             progress.update(files: $0.filesDone, of: $0.filesTotal, bytes: $0.bytesDone, of: $0.bytesTotal)
         }

@@ -105,7 +105,34 @@ struct ImportCommand: ParsableCommand {
             progress.update(files: $0.filesDone, of: $0.filesTotal, bytes: $0.bytesDone, of: $0.bytesTotal)
         }
         progress.finish()
-        try thenIndex(vault, only: Set(report.imported.map(\.sha256))) { try render(report, json: options.json) }
+        let blobs = Set(report.imported.map(\.sha256))
+        if options.json {
+            // Read first: a duplicate is known only once the new receipts' text and fields are.
+            try indexAfterImport(vault, only: blobs)
+            return try render(try Self.markingDuplicates(report, vault), json: true)
+        }
+        try thenIndex(vault, only: blobs) { try render(report, json: false) }
+        try Self.printDuplicates(try Self.markingDuplicates(report, vault))
+    }
+
+    /// The report with each new receipt's possible duplicates; a failure to look leaves it as it was.
+    static func markingDuplicates(_ report: ImportReport, _ vault: Vault) throws -> ImportReport {
+        let added = report.imported.filter { !$0.existing }.map(\.id)
+        guard let found = try? vault.possibleDuplicates(of: Array(Set(added))), !found.isEmpty else { return report }
+        var marked = report
+        for i in marked.imported.indices where !marked.imported[i].existing {
+            marked.imported[i].possibleDuplicateOf = found[marked.imported[i].id]
+        }
+        return marked
+    }
+
+    static func printDuplicates(_ report: ImportReport) throws {
+        var said = Set<String>()
+        for item in report.imported {
+            guard let others = item.possibleDuplicateOf, said.insert(item.id).inserted else { continue }
+            Output.line("\(item.id.prefix(8))  may duplicate \(others.map { String($0.prefix(8)) }.joined(separator: ", "))"
+                + " (`receipt dups` lists them; nothing was removed)")
+        }
     }
 
     /// Renders the import's report, then indexes (also when some files failed: exit 1 comes after).

@@ -20,7 +20,7 @@ public struct ReceiptCommand: AsyncParsableCommand {
             RemoveCommand.self, AttachCommand.self, DetachCommand.self, CatCommand.self, StatsCommand.self, ExportCommand.self,
             ServerCommand.self, RemoteCommand.self, ZoneCommand.self, ShareCommand.self, UnshareCommand.self, SyncCommand.self, WipeCommand.self,
             GCCommand.self, FsckCommand.self, WatchCommand.self, IndexCommand.self, SearchCommand.self, ReportCommand.self,
-            ReviewCommand.self, ConfigCommand.self,
+            ReviewCommand.self, ConfigCommand.self, DupsCommand.self,
         ]
     )
 

@@ -16,12 +16,7 @@ struct ReportCommand: ParsableCommand {
             """)
 
     @OptionGroup var options: VaultOptions
-    @Option(help: "Only this zone.") var zone: String?
-    @Option(help: ArgumentHelp("Only dated on or after.", valueName: "YYYY-MM-DD")) var from: String?
-    @Option(help: ArgumentHelp("Only dated on or before.", valueName: "YYYY-MM-DD")) var to: String?
-    @Option(help: "Only this category (case-insensitive).") var category: String?
-    @Option(help: ArgumentHelp("Only receipts whose claim stands so.", valueName: "none|submitted|reimbursed|denied"))
-    var status: String?
+    @OptionGroup var scope: ScopeOptions
     @Option(help: ArgumentHelp("Group by.", valueName: "category|merchant|month|year|status")) var by = "category"
     @Option(help: ArgumentHelp("Also write the table as CSV.", valueName: "file.csv")) var csv: String?
     @Option(help: ArgumentHelp("Also write an SVG bar chart.", valueName: "file.svg")) var chart: String?
@@ -32,7 +27,7 @@ struct ReportCommand: ParsableCommand {
                 + ReportGrouping.allCases.map(\.rawValue).joined(separator: ", "))
         }
         let vault = try options.openVaultForReading()
-        let report = try vault.report(scope: ReceiptScope(zone: zone, from: from, to: to, category: category, status: status),
+        let report = try vault.report(scope: scope.scope,
                                       by: grouping)
         if let csv { try write(try report.csv(by: grouping), to: csv) }
         if let chart { try write(try report.svg(title: "Receipts by \(grouping.rawValue)"), to: chart) }

@@ -10,8 +10,11 @@ struct SearchCommand: ParsableCommand {
             Searches merchant, category, note, tags, claim reference, file names and the text extracted \
             from attachments (see `receipt index`). Every word must match; case and diacritics are \
             folded (cafe finds Café); phar* matches words starting so; "a phrase" matches those words \
-            in that order; an amount such as 23.45 also matches receipts whose total is that amount. \
-            Best match first. Exit 0 also when nothing matches.
+            in that order; an amount such as 23.45 also matches receipts whose total is that amount, \
+            written with or without a currency mark ($16.85, CHF 18.00, €11,30) and negative ones \
+            (`receipt search -- -19.99`); a time such as 14:32 matches only a time, not the amount \
+            14.32. Best match first. Exit 0 also when nothing matches; stderr then may name indexed \
+            words near the query's (did you mean: …).
             --json: the `list` shape plus "score", "snippet" and "matches": [{"sha256", "snippet"}] \
             (the attachments whose text matched).
             Example: receipt search 'amoxicillin 23.95' --from 2025-01-01 --status submitted
@@ -19,19 +22,18 @@ struct SearchCommand: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("Words, prefix*, \"a phrase\", amounts.", valueName: "query")) var query: [String]
-    @Option(help: "Only this zone.") var zone: String?
-    @Option(help: ArgumentHelp("Only dated on or after.", valueName: "YYYY-MM-DD")) var from: String?
-    @Option(help: ArgumentHelp("Only dated on or before.", valueName: "YYYY-MM-DD")) var to: String?
-    @Option(help: "Only this category (case-insensitive).") var category: String?
-    @Option(help: ArgumentHelp("Only receipts whose claim stands so.", valueName: "none|submitted|reimbursed|denied"))
-    var status: String?
+    @OptionGroup var scope: ScopeOptions
     @Option(help: "At most this many results.") var limit = 20
 
     func run() throws {
         let vault = try options.openVaultForReading()
         let results = try vault.search(query.joined(separator: " "),
-                                       scope: ReceiptScope(zone: zone, from: from, to: to, category: category, status: status),
+                                       scope: scope.scope,
                                        limit: limit)
+        if results.isEmpty {
+            let nearby = vault.nearbyWords(query.joined(separator: " "))
+            if !nearby.isEmpty { Output.note("did you mean: " + nearby.joined(separator: ", ")) }
+        }
         if options.json { return try Output.json(results) }
         for r in results {
             Output.line(summary(r.receipt))

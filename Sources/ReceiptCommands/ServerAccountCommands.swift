@@ -49,12 +49,10 @@ struct ServerAccountListCommand: AsyncParsableCommand {
         abstract: "List the accounts: their token labels (never the tokens), zones, quota and the bytes counted against it.")
 
     @OptionGroup var options: VaultOptions
-    @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
-    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
-    var database: String?
+    @OptionGroup var storage: ServerDataOptions
 
     func run() async throws {
-        let accounts = try await withServerData(data, database: database) { catalog in try await catalog.accounts() }
+        let accounts = try await storage.open { catalog in try await catalog.accounts() }
         if options.json { return try Output.json(accounts) }
         for a in accounts {
             let quota = a.quota.map { "\(Format.bytes(a.usedBytes)) of \(Format.bytes($0))" } ?? "\(Format.bytes(a.usedBytes)), no quota"
@@ -71,12 +69,10 @@ struct ServerTokenAddCommand: AsyncParsableCommand {
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("The account.", valueName: "name")) var name: String
     @Option(help: ArgumentHelp("A name for the device, e.g. phone.", valueName: "label")) var label: String
-    @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
-    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
-    var database: String?
+    @OptionGroup var storage: ServerDataOptions
 
     func run() async throws {
-        let token = try await withServerData(data, database: database) { catalog in try await catalog.addToken(account: name, label: label) }
+        let token = try await storage.open { catalog in try await catalog.addToken(account: name, label: label) }
         try printToken(TokenResult(account: name, token: token, label: label), json: options.json,
                        note: "added the token \(label) to the account \(name)")
     }
@@ -91,12 +87,10 @@ struct ServerTokenRotateCommand: AsyncParsableCommand {
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("The account.", valueName: "name")) var name: String
     @Option(help: ArgumentHelp("Rotate only this device's token.", valueName: "label")) var label: String?
-    @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
-    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
-    var database: String?
+    @OptionGroup var storage: ServerDataOptions
 
     func run() async throws {
-        let token = try await withServerData(data, database: database) { catalog in try await catalog.rotateToken(account: name, label: label) }
+        let token = try await storage.open { catalog in try await catalog.rotateToken(account: name, label: label) }
         let newLabel = label ?? ServerCatalog.defaultTokenLabel
         try printToken(TokenResult(account: name, token: token, label: newLabel), json: options.json,
                        note: label == nil ? "replaced every token of the account \(name) with the one above"
@@ -111,14 +105,12 @@ struct ServerTokenRevokeCommand: AsyncParsableCommand {
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("The account.", valueName: "name")) var name: String
     @Argument(help: ArgumentHelp("The token's label (see account-list).", valueName: "label")) var label: String
-    @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
-    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
-    var database: String?
+    @OptionGroup var storage: ServerDataOptions
 
     struct Result: Encodable { let account: String; let revoked: String }
 
     func run() async throws {
-        try await withServerData(data, database: database) { catalog in try await catalog.revokeToken(account: name, label: label) }
+        try await storage.open { catalog in try await catalog.revokeToken(account: name, label: label) }
         if options.json { return try Output.json(Result(account: name, revoked: label)) }
         Output.note("revoked the token \(label) of the account \(name)")
     }
@@ -132,15 +124,13 @@ struct ServerAccountQuotaCommand: AsyncParsableCommand {
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("The account.", valueName: "name")) var name: String
     @Argument(help: ArgumentHelp("e.g. 500MB, 10GiB, none.", valueName: "size")) var size: String
-    @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
-    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
-    var database: String?
+    @OptionGroup var storage: ServerDataOptions
 
     struct Result: Encodable { let account: String; let quota: Int64? }
 
     func run() async throws {
         let bytes = try parseQuota(size)
-        try await withServerData(data, database: database) { catalog in try await catalog.setQuota(account: name, bytes: bytes) }
+        try await storage.open { catalog in try await catalog.setQuota(account: name, bytes: bytes) }
         if options.json { return try Output.json(Result(account: name, quota: bytes)) }
         Output.note("the quota of the account \(name) is now \(bytes.map { Format.bytes($0) } ?? "none")")
     }
@@ -155,12 +145,10 @@ struct ServerAccountRemoveCommand: AsyncParsableCommand {
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("The account.", valueName: "name")) var name: String
     @Flag(help: "Also delete its zones that are shared with others (for every participant).") var deleteZones = false
-    @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
-    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
-    var database: String?
+    @OptionGroup var storage: ServerDataOptions
 
     func run() async throws {
-        let removed = try await withServerData(data, database: database) { catalog in try await catalog.removeAccount(name, deleteZones: deleteZones) }
+        let removed = try await storage.open { catalog in try await catalog.removeAccount(name, deleteZones: deleteZones) }
         if options.json { return try Output.json(removed) }
         Output.note("removed the account \(name): \(removed.deletedZones.count) zone(s), \(removed.removedShares) share(s) "
             + "in others' zones, \(removed.revokedTokens) token(s)")

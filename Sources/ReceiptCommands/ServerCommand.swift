@@ -22,8 +22,7 @@ struct ServerAccountAddCommand: AsyncParsableCommand {
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("The account name: letters, digits, '.', '_' or '-'.", valueName: "name")) var name: String
     @Option(help: ArgumentHelp("The server's data folder (created if absent).", valueName: "dir")) var data: String
-    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
-    var database: String?
+    @Option(help: ServerDataOptions.databaseHelp) var database: String?
     @Option(help: ArgumentHelp("Storage the account's zones may use: e.g. 500MB, 10GiB, none (the default).", valueName: "size"))
     var quota: String = "none"
 
@@ -44,8 +43,7 @@ struct ServerRunCommand: AsyncParsableCommand {
 
     @OptionGroup var options: VaultOptions
     @Option(help: ArgumentHelp("The server's data folder (created if absent; several servers over one --database may share it).", valueName: "dir")) var data: String
-    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
-    var database: String?
+    @Option(help: ServerDataOptions.databaseHelp) var database: String?
     @Option(help: ArgumentHelp("Address to listen on, HOST:PORT (port 0 picks a free one).", valueName: "host:port"))
     var listen: String = "127.0.0.1:8080"
     @Option(name: .customLong("tls-cert"), help: ArgumentHelp(
@@ -138,9 +136,7 @@ struct ServerGCCommand: AsyncParsableCommand {
             """)
 
     @OptionGroup var options: VaultOptions
-    @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
-    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
-    var database: String?
+    @OptionGroup var storage: ServerDataOptions
     @Flag(name: .long, help: "Show what would be removed; change nothing.") var dryRun = false
     @Option(name: .long, help: ArgumentHelp("Spare anything uploaded more recently: 0, 30s, 10m, 1h, 2d, 1w.", valueName: "duration"))
     var grace: String = "24h"
@@ -149,7 +145,7 @@ struct ServerGCCommand: AsyncParsableCommand {
         guard let seconds = GraceDuration.seconds(grace) else {
             throw VaultError(.badInput, "invalid --grace '\(grace)': give 0 or a whole number with a unit s, m, h, d or w (e.g. 30s, 10m, 1h, 2d)")
         }
-        let report = try await withServerData(data, database: database) { catalog in
+        let report = try await storage.open { catalog in
             try await catalog.collectGarbage(graceSeconds: seconds, dryRun: dryRun)
         }
         if options.json { return try Output.json(report) }

@@ -15,9 +15,7 @@ struct ServerPasswdCommand: AsyncParsableCommand {
 
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("The account.", valueName: "name")) var name: String
-    @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
-    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
-    var database: String?
+    @OptionGroup var storage: ServerDataOptions
 
     struct Result: Encodable { let account: String; let passwordSet: Bool }
 
@@ -35,7 +33,7 @@ struct ServerPasswdCommand: AsyncParsableCommand {
             }
             password = line
         }
-        try await withServerData(data, database: database) { catalog in
+        try await storage.open { catalog in
             try await catalog.setPassword(account: name, password: password)
         }
         if options.json { return try Output.json(Result(account: name, passwordSet: true)) }
@@ -70,14 +68,12 @@ struct ServerSessionsRevokeCommand: AsyncParsableCommand {
 
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("The account.", valueName: "name")) var name: String
-    @Option(help: ArgumentHelp("The server's data folder.", valueName: "dir")) var data: String
-    @Option(help: ArgumentHelp("Keep accounts, zones and records in this PostgreSQL database instead of the data folder's embedded catalog (blobs stay in --data).", valueName: "postgres://user@host/db"))
-    var database: String?
+    @OptionGroup var storage: ServerDataOptions
 
     struct Result: Encodable { let account: String; let revokedSessions: Int }
 
     func run() async throws {
-        let count = try await withServerData(data, database: database) { catalog in
+        let count = try await storage.open { catalog in
             try await catalog.revokeSessions(account: name)
         }
         if options.json { return try Output.json(Result(account: name, revokedSessions: count)) }

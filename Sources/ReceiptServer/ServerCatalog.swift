@@ -158,6 +158,7 @@ public final class ServerCatalog: Sendable {
         registerTextMigrations(&m)
         registerWebSearchMigration(&m)
         registerTextOwnersMigration(&m)
+        registerWebRowsByAddedMigration(&m)
         return m
     }
 

@@ -43,33 +43,6 @@ public enum Parallel {
 }
 
 extension Parallel {
-    /// A value computed on a thread of its own while the caller goes on; `wait` returns it.
-    public final class Background<T: Sendable>: @unchecked Sendable {
-        private let condition = NSCondition()
-        private var value: T?
-
-        public init(_ body: @escaping @Sendable () -> T) {
-            Thread { [self] in
-                let result = body()
-                condition.lock()
-                value = result
-                condition.signal()
-                condition.unlock()
-            }.start()
-        }
-
-        public func wait() -> T {
-            condition.lock()
-            defer { condition.unlock() }
-            while true {
-                if let value { return value }
-                condition.wait()
-            }
-        }
-    }
-}
-
-extension Parallel {
     /// Values made one at a time, in index order, on a thread of its own, at most `limit` ahead of
     /// those taken. Every index must be taken exactly once, by takers that claim indexes in rising
     /// order and each wait for one at a time (as `map`'s workers do): a taker waiting for an index
@@ -151,19 +124,27 @@ private final class WorkState<R>: @unchecked Sendable {
 }
 
 extension Parallel {
-    /// One value handed from one thread to another: the first `put` wins, `take` waits for it.
-    final class Handoff<T: Sendable>: @unchecked Sendable {
+    /// One value handed from one thread to another: the first `put` wins, `wait` waits for it. Made
+    /// with a body, the value is computed on a thread of its own while the caller goes on.
+    public final class Future<T: Sendable>: @unchecked Sendable {
         private let condition = NSCondition()
         private var value: T?
 
-        func put(_ value: T) {
+        public init() {}
+
+        public convenience init(_ body: @escaping @Sendable () -> T) {
+            self.init()
+            Thread { [self] in put(body()) }.start()
+        }
+
+        public func put(_ value: T) {
             condition.lock()
             if self.value == nil { self.value = value }
             condition.broadcast()
             condition.unlock()
         }
 
-        func take() -> T {
+        public func wait() -> T {
             condition.lock()
             defer { condition.unlock() }
             while true {

@@ -1,4 +1,6 @@
 import Foundation
+import ReceiptText
+import ReceiptWire
 
 /// A user's search, parsed: words (all must match), `prefix*` and `"quoted phrases"`, plus amounts
 /// (`23.45`) that also match a receipt's total. Turned into an FTS5 expression in which every term is
@@ -10,6 +12,19 @@ public struct SearchQuery: Sendable, Equatable {
         public var prefix: Bool
         /// An amount such as 23.45: also matches receipts whose total is this amount.
         public var amount: String?
+
+        /// For a number with a separator (`16.85`, `11,30`, `14:32`), the form the text must print it
+        /// in: an amount with either decimal mark, a time with its colon.
+        var numberPattern: String? {
+            let number = amount.map { _ in text } ?? text
+            let parts = number.split(omittingEmptySubsequences: false, whereSeparator: { !$0.isNumber })
+            guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0.isASCII } }) else { return nil }
+            let separator = number.first { !$0.isNumber }
+            if amount != nil || separator == "." || separator == "," {
+                return "(?<![0-9])\(parts[0])[.,]\(parts[1])(?![0-9])"
+            }
+            return separator == ":" ? "(?<![0-9])\(parts[0]):\(parts[1])(?![0-9])" : nil
+        }
     }
 
     public var terms: [Term]
@@ -35,8 +50,11 @@ public struct SearchQuery: Sendable, Equatable {
             let prefix = word.hasSuffix("*")
             while word.hasSuffix("*") { word.removeLast() }
             guard Self.hasWord(word) else { continue }
-            terms.append(Term(text: word, prefix: prefix, amount: prefix ? nil : Self.amount(word)))
+            let amount = prefix ? nil : Self.amount(word)
+            // `$16.85` is searched as 16.85: the text may print the amount with another mark, or none.
+            terms.append(Term(text: amount == nil ? word : Self.bareNumber(word), prefix: prefix, amount: amount))
         }
+        terms = Self.droppingCurrencyWords(terms)
         guard !terms.isEmpty else {
             throw VaultError.bad("nothing to search for in '\(text)': give words, prefix*, \"a phrase\" or an amount such as 23.45")
         }
@@ -45,11 +63,54 @@ public struct SearchQuery: Sendable, Equatable {
 
     static func hasWord(_ text: String) -> Bool { text.contains { $0.isLetter || $0.isNumber } }
 
-    /// The canonical amount of a word such as `23.45`, `23,45` or `23` (nil when it is not one).
+    /// The canonical amount of a word such as `23.45`, `23,45`, `23`, `$16.85`, `€11,30`, `CHF18.00`,
+    /// `-19.99` or `19.99-` (nil when it is not one: `14:32` is a time).
     static func amount(_ word: String) -> String? {
-        let text = word.replacingOccurrences(of: ",", with: ".")
-        guard text.first?.isNumber == true, let total = try? Validate.total(text) else { return nil }
-        return total
+        let number = bareNumber(word)
+        guard number.first?.isNumber == true else { return nil }
+        let negative = word.hasPrefix("-") || word.hasSuffix("-") || word.prefix { !$0.isNumber }.contains("-")
+        let total = (try? Validate.total(number.replacingOccurrences(of: ",", with: ".")))
+            ?? Optional(AmountScanner.amounts(in: number)).flatMap { $0.count == 1 ? $0[0].decimal : nil }
+        guard let total else { return nil }
+        return negative && total != "0" ? "-" + total : total
+    }
+
+    /// The number of a word without the minus and currency marks around it (the word itself when
+    /// what surrounds its digits is not such a mark).
+    static func bareNumber(_ word: String) -> String {
+        guard let first = word.firstIndex(where: \.isNumber), let last = word.lastIndex(where: \.isNumber) else { return word }
+        let head = word[..<first].filter { $0 != "-" }
+        let tail = word[word.index(after: last)...].filter { $0 != "-" }
+        guard isCurrencyMark(head), isCurrencyMark(tail) else { return word }
+        return String(word[first...last])
+    }
+
+    /// Nothing, `$`, or a currency symbol or code (`€`, `CHF`, `RM`, any ISO 4217 code).
+    static func isCurrencyMark(_ text: String) -> Bool {
+        let upper = text.uppercased()
+        return upper.isEmpty || upper == "$" || upper == "US$" || AmountScanner.codes[upper] != nil || ISO4217.codes.contains(upper)
+    }
+
+    /// A currency code written apart from its amount (`CHF 18.00`, `18.00 EUR`) only says how the amount
+    /// was written: the receipt need not contain the code.
+    static func droppingCurrencyWords(_ terms: [Term]) -> [Term] {
+        terms.enumerated().filter { i, term in
+            guard term.amount == nil, !term.prefix, AmountScanner.codes[term.text.uppercased()] != nil else { return true }
+            let beside = [i - 1, i + 1].filter(terms.indices.contains)
+            return !beside.contains { terms[$0].amount != nil }
+        }.map(\.1)
+    }
+
+    /// Whether `text` prints each number of the query that has a separator in the same kind of form:
+    /// an amount with `.` or `,`, a time with `:`. FTS5 reads `14:32` and `14.32` alike (two words,
+    /// 14 and 32), so a time would otherwise find the amount and the amount the time.
+    public var checksNumbers: Bool { terms.contains { $0.numberPattern != nil } }
+
+    public func numbersAgree(in text: String, skipping: Set<Int> = []) -> Bool {
+        terms.indices.allSatisfy { i in
+            guard !skipping.contains(i), let pattern = terms[i].numberPattern else { return true }
+            return text.range(of: pattern, options: .regularExpression) != nil
+        }
     }
 
     /// The FTS5 expression requiring every term but those at `skipping`; nil when nothing is left.

@@ -12,6 +12,9 @@ public struct ImportedFile: Codable, Sendable, Equatable {
     public var deduplicated: Bool
     /// The same file (name and content) was already a receipt of this zone: nothing was added.
     public var existing: Bool
+    /// Receipts this new one may duplicate (a re-scan, or the same merchant, date and total): set by
+    /// `import` after its text is read, absent when none.
+    public var possibleDuplicateOf: [String]?
 }
 
 public struct FailedFile: Codable, Sendable, Equatable {

@@ -124,6 +124,7 @@ extension Vault {
         outcome.pending = try wrapped { try catalog.read { db in try Catalog.textCounts(db, version: version).pending } }
         outcome.missingTools = missing.sorted { $0.tool < $1.tool }
         outcome.read = try readReceipts(holding: withText)
+        try signReceipts(holding: withText)
         return outcome
     }
 

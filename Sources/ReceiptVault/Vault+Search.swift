@@ -41,14 +41,17 @@ extension Vault {
             try catalog.read { db in
                 if let zone = scope.zone { _ = try requireZone(db, zone) }
                 var hits: [String: SearchHit] = [:]
+                // Matches whose numbers are printed in another form are dropped after FTS5: ask for more.
+                let asked = query.checksNumbers ? limit * 4 + 16 : limit
                 if let match = query.match() {
-                    for hit in try Catalog.search(db, match: match, scope: scope, limit: limit) { hits[hit.receiptID] = hit }
+                    let found = try Catalog.search(db, match: match, scope: scope, limit: asked)
+                    for hit in try agreeing(db, found, query, skipping: []) { hits[hit.receiptID] = hit }
                 }
                 for (i, term) in query.terms.enumerated() {
                     guard let amount = term.amount else { continue }
                     let found = try Catalog.searchTotals(db, totals: SearchQuery.totals(equalTo: amount),
-                                                         match: query.match(skipping: [i]), scope: scope, limit: limit)
-                    for var hit in found {
+                                                         match: query.match(skipping: [i]), scope: scope, limit: asked)
+                    for var hit in try agreeing(db, found, query, skipping: [i]) {
                         // An exact total is the strongest evidence there is.
                         hit.score += 100
                         if let old = hits[hit.receiptID], old.score >= hit.score { continue }
@@ -73,5 +76,20 @@ extension Vault {
                 }
             }
         }
+    }
+
+    /// The hits whose receipt prints the query's numbers in the query's form (`SearchQuery.numbersAgree`).
+    private func agreeing(_ db: Database, _ hits: [SearchHit], _ query: SearchQuery, skipping: Set<Int>) throws -> [SearchHit] {
+        guard query.checksNumbers, !hits.isEmpty else { return hits }
+        let receipts = try Catalog.receipts(db, ids: hits.map(\.receiptID))
+        let views = try self.views(db, receipts)
+        let texts = try Catalog.texts(db, Array(Set(views.flatMap { $0.attachments.map(\.sha256) })))
+        var agreeing = Set<String>()
+        for view in views {
+            let printed = [view.merchant, view.category, view.note, view.claim].compactMap { $0 } + view.tags
+                + view.attachments.flatMap { [$0.filename, texts[$0.sha256] ?? ""] }
+            if query.numbersAgree(in: printed.joined(separator: "\n"), skipping: skipping) { agreeing.insert(view.id) }
+        }
+        return hits.filter { agreeing.contains($0.receiptID) }
     }
 }

@@ -276,34 +276,32 @@ extension WireReceipt {
     public static let maxTags = 256
     public static let maxAttachments = 1024
 
-    /// YYYY-MM-DD as the catalog's CHECK accepts it.
-    static func isDay(_ text: String) -> Bool {
-        let b = Array(text.utf8)
-        let digits = [0, 1, 2, 3, 5, 6, 8, 9]
-        return b.count == 10 && b[4] == UInt8(ascii: "-") && b[7] == UInt8(ascii: "-")
-            && digits.allSatisfy({ b[$0] >= 48 && b[$0] <= 57 }) && b[5] <= UInt8(ascii: "1") && b[8] <= UInt8(ascii: "3")
-    }
-
     /// Why this content cannot be stored in a vault's catalog (one sentence), or nil when it can.
     /// The server refuses such a record, so a bad push can never wedge another member's pull.
+    /// Metadata follows `ReceiptFields`, in its canonical form: a vault sends only what its own
+    /// checks gave, so a push of `37,80` or `usd` is refused with the form to send instead.
     public func validationError() -> String? {
-        for (name, value) in [("merchant", merchant), ("date", date), ("total", total), ("currency", currency),
-                              ("category", category), ("note", note), ("claim", claim)] {
-            if let value, value.count > Self.maxFieldLength {
-                return "the \(name) is longer than \(Self.maxFieldLength) characters"
+        func text(_ field: String) -> (String) throws -> String { { try ReceiptFields.text($0, field: field) } }
+        let rules: [(String, String?, (String) throws -> String)] = [
+            ("merchant", merchant, text("merchant")), ("date", date, ReceiptFields.date), ("total", total, ReceiptFields.total),
+            ("currency", currency, ReceiptFields.currency), ("category", category, text("category")), ("note", note, text("note")),
+            ("claim", claim, text("claim")), ("reimbursement date", reimbursedOn, ReceiptFields.date),
+        ] + tags.map { ("tag", $0, text("tag")) }
+        for (name, value, rule) in rules {
+            guard let value else { continue }
+            // Absent, not empty: what a vault's catalog and the web forms store for a field left blank.
+            if value.isEmpty && name != "tag" { return "the \(name) is empty: leave it out" }
+            do {
+                let canonical = try rule(value)
+                if canonical != value { return "the \(name) '\(value)' is not in its canonical form: send '\(canonical)'" }
+            } catch {
+                return "\(error)"
             }
         }
-        if let date, !Self.isDay(date) { return "the date \(date) is not YYYY-MM-DD" }
-        if let total, !total.utf8.contains(where: { $0 >= 48 && $0 <= 57 }) {
-            return "the total \(total) is not a number"
-        }
-        if let currency, currency.count != 3 { return "the currency \(currency) is not a 3-letter code" }
         if let status, !["submitted", "reimbursed", "denied"].contains(status) {
             return "the status \(status) is not submitted, reimbursed or denied"
         }
-        if let reimbursedOn, !Self.isDay(reimbursedOn) { return "the reimbursement date \(reimbursedOn) is not YYYY-MM-DD" }
         if tags.count > Self.maxTags { return "more than \(Self.maxTags) tags" }
-        if tags.contains(where: { $0.count > Self.maxFieldLength }) { return "a tag is too long" }
         if attachments.count > Self.maxAttachments { return "more than \(Self.maxAttachments) attachments" }
         var seen = Set<String>()
         for a in attachments {

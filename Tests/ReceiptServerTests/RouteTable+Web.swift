@@ -91,6 +91,20 @@ extension RouteTable {
                             ("currency", "EUR")])
             },
             expect: { p in readsReceipt(p) ? (p.canWrite ? [303] : [403]) : [404] }),
+        "POST /z/{owner}/{zone}/bulk": RouteRule(
+            surface: .web, scope: .zone, mutates: true,
+            variants: forms("the bulk change")
+                + [Variant(label: "no receipt selected", params: ["id": ""], instead: [400, 403]),
+                   Variant(label: "an id that is no receipt's", params: ["id": "00000000-0000-4000-8000-000000000000"], instead: [403, 404]),
+                   Variant(label: "an id that is no UUID", params: ["id": "../../x"], instead: [403, 404]),
+                   Variant(label: "a status of bogus", params: ["status": "bogus"], instead: [400, 403]),
+                   Variant(label: "a reimbursed-on date 2026-99-99", params: ["reimbursedOn": "2026-99-99"], instead: [400, 403])],
+            body: { p, f in
+                let id = p.variant.params["id"] ?? p.target.receiptID
+                return form(p, f, (id.isEmpty ? [] : [("id", id)]) + [("status", p.variant.params["status"] ?? "submitted"),
+                                   ("claim", "HSA-probe"), ("reimbursedOn", p.variant.params["reimbursedOn"] ?? "2026-01-03")])
+            },
+            expect: { p in readsReceipt(p) ? (p.canWrite ? [303] : [403]) : [404] }),
         "POST /z/{owner}/{zone}/upload": RouteRule(
             surface: .web, scope: .zone, mutates: true,
             variants: forms("the upload")

@@ -9,20 +9,6 @@ import XCTest
 /// known by its `Origin`, else its `Referer`, compared by scheme, host and port; a file name with a
 /// NUL or `/` is refused, from a browser's upload and from a push alike.
 final class WebHardeningTests: HouseholdTestCase {
-    /// A household of alice with a web password and a zone `z`, signed in from 127.0.0.1.
-    func signedIn() async throws -> (Household, WebTestClient) {
-        let h = try await Household.start(["alice"])
-        checkEqual(try await h.raw.call(.PUT, "/v1/zones/alice/z", token: h["alice"].token).status, 201)
-        let store = try await ServerDatabase(Household.database).open(dataPath: h.server.data)
-        try await store.setPassword(account: "alice", password: "correct horse")
-        try await store.close()
-        var web = WebTestClient(port: h.server.port)
-        checkEqual(try await web.signIn("alice", "correct horse").status, 303)
-        checkEqual(try await web.get("/z/alice/z").status, 200)
-        XCTAssertNotNil(web.csrf)
-        return (h, web)
-    }
-
     func testCrossSitePostsAreKnownByOriginOrRefererSchemeHostAndPort() async throws {
         let (h, web) = try await signedIn()
         defer { Task { await h.shutdown() } }

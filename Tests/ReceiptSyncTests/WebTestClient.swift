@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptServer
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -150,5 +151,21 @@ struct WebTestClient {
         if let cookie { head.append("Cookie: \(cookie)") }
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { head.append("\(name): \(value)") }
         return try await RawExchange.send(Array((head.joined(separator: "\r\n") + "\r\n\r\n").utf8) + body, port: port, from: source)
+    }
+}
+
+extension HouseholdTestCase {
+    /// A household of alice with a web password and a zone `z`, signed in from 127.0.0.1.
+    func signedIn() async throws -> (Household, WebTestClient) {
+        let h = try await Household.start(["alice"])
+        checkEqual(try await h.raw.call(.PUT, "/v1/zones/alice/z", token: h["alice"].token).status, 201)
+        let store = try await ServerDatabase(Household.database).open(dataPath: h.server.data)
+        try await store.setPassword(account: "alice", password: "correct horse")
+        try await store.close()
+        var web = WebTestClient(port: h.server.port)
+        checkEqual(try await web.signIn("alice", "correct horse").status, 303)
+        checkEqual(try await web.get("/z/alice/z").status, 200)
+        XCTAssertNotNil(web.csrf)
+        return (h, web)
     }
 }

@@ -116,4 +116,43 @@ final class ReceiptReaderTests: XCTestCase {
         XCTAssertEqual(field(aliased, .merchant)?.value, "Book Ta-K")
         XCTAssertEqual(field(aliased, .merchant)?.fills, true)
     }
+
+    /// Lines as Tesseract read SROIE dev scans 004, 011, 012, 017, 067 and 077: a misread name is
+    /// offered, not filled; a name cut at `&` goes on on the next line; a label and a registration
+    /// number around a name are not the name.
+    func testAMisreadOrCutNameIsOnlySuggested() {
+        let merchant = { (text: String) in self.field(ReceiptReader().read(text), .merchant) }
+        for text in ["tan woon yann\nMR O.T.Y. (M) SON BHD\n(CO.REG : 86067 1-D)\n",
+                     "ATK Huy a\nALAM) SDN BHD\n822737-X\n",
+                     "fs 7A\nRESTAURANT SDN BHD\nNO 2, JALAN\n",
+                     "ACME S0N BHD\n"] {
+            XCTAssertEqual(merchant(text)?.fills, false, text)
+        }
+        let cut = merchant("HOnE MASTER HARDWARE &\nELECTRICAL\n; NO.113G & 115G, JALAN SETIA GEMEILANG\n")
+        XCTAssertEqual(cut?.value, "HOnE MASTER HARDWARE & ELECTRICAL")
+        XCTAssertEqual(cut?.fills, false, "HOnE: a word OCR misread")
+        XCTAssertEqual(merchant("BHD\nLIGHTROOM GALLERY, SDE\n")?.value, "LIGHTROOM GALLERY, SDE", "a lone legal form is no name")
+        let labelled = merchant("Dimiliki: banh mi cafe sdn bhd 1110644-V\n")
+        XCTAssertEqual(labelled?.value, "banh mi cafe sdn bhd")
+        XCTAssertEqual(labelled?.fills, true)
+        XCTAssertEqual(merchant("24HR MART SDN BHD\n")?.fills, true, "a number before letters is printed so")
+    }
+
+    /// SROIE dev 005 as Tesseract read it: the item line (18.50, 34.00) confirms 34.00, but cash 101.00
+    /// less change 70.00 says 31.00, the truth. A receipt whose own arithmetic disagrees is not filled.
+    func testATotalThePaymentContradictsIsOnlySuggested() {
+        let text = "Description Qty Price Amount\nPlastic 2 18.50 34.00\nTotal Amount: 34.00\nCash Received 101.00\nChange : 70.00\n"
+        let total = field(ReceiptReader().read(text), .total)
+        XCTAssertEqual(total?.value, "34.00")
+        XCTAssertEqual(total?.fills, false)
+        let agreeing = text.replacingOccurrences(of: "70.00", with: "67.00")
+        XCTAssertEqual(field(ReceiptReader().read(agreeing), .total)?.fills, true, "cash less change confirms it")
+    }
+
+    /// SROIE dev 067: `12.17.26 PM` is a time, not 17 December 2026 proving the receipt month first.
+    func testATimeWithDotsProvesNoDayOrder() {
+        let date = field(ReceiptReader(order: .dayFirst, latest: Day(year: 2026, month: 11, day: 28)!).read("Date 06/01/18 12.17.26 PM\n"), .date)
+        XCTAssertEqual(date?.value, "2018-01-06")
+        XCTAssertTrue(DateScanner.dates(in: "12.17.26 PM").isEmpty)
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import BlobStore
 import ReceiptCatalog
 @testable import MediaTypes
 @testable import ReceiptVault
@@ -34,7 +35,7 @@ final class HelperTests: XCTestCase {
 
     /// `body`'s result, failing the test (instead of hanging the run) when it has not returned in time.
     private func finished<T: Sendable>(within seconds: Double, _ body: @escaping @Sendable () -> T) throws -> T {
-        let result = Parallel.Background(body)
+        let result = Parallel.Future(body)
         let done = DispatchSemaphore(value: 0)
         Thread { _ = result.wait(); done.signal() }.start()
         guard done.wait(timeout: .now() + seconds) == .success else {

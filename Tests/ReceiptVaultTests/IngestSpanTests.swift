@@ -136,8 +136,8 @@ final class IngestSpanTests: XCTestCase {
     /// it is told why, and the span's commit fails with the first batch's error, its rows gone.
     func testWorkHandedToASpanThatEndedIsAbandonedWithTheReason() throws {
         struct Refused: Error {}
-        let ran = Parallel.Handoff<Bool>()
-        let abandoned = Parallel.Handoff<Error>()
+        let ran = Parallel.Future<Bool>()
+        let abandoned = Parallel.Future<Error>()
         let told = expectation(description: "the job left behind is abandoned")
         let span = IngestSpan(vault.catalog)
         span.write(IngestSpan.Job(run: { w in
@@ -151,7 +151,7 @@ final class IngestSpanTests: XCTestCase {
         }))
         // A generous bound, so that a span that forgot the job fails the test instead of hanging it.
         wait(for: [told], timeout: 60)
-        XCTAssertTrue(abandoned.take() is Refused, "the job left behind hears the error that ended the span")
+        XCTAssertTrue(abandoned.wait() is Refused, "the job left behind hears the error that ended the span")
         guard case .failure(let error) = span.commit() else { return XCTFail("the span committed") }
         XCTAssertTrue(error is Refused, "\(error)")
         // And work handed over once the span is over is abandoned at once, on the caller's thread.
@@ -161,6 +161,6 @@ final class IngestSpanTests: XCTestCase {
         XCTAssertEqual(try receipts(), 0, "the first job's receipt was rolled back")
         XCTAssertEqual(try vault.stats().receipts, 0)
         ran.put(false)
-        XCTAssertEqual(ran.take(), false, "no abandoned job ran")
+        XCTAssertEqual(ran.wait(), false, "no abandoned job ran")
     }
 }

@@ -71,6 +71,9 @@ def iso_date(text):
         a, b, y = int(m[1]), int(m[2]), int(m[3]) + (2000 if len(m[3]) == 2 else 0)
         day, month = (a, b) if b <= 12 else (b, a)
         return "%04d-%02d-%02d" % (y, month, day)
+    m = re.match(r"^((?:19|20)\d{2})(\d{2})(\d{2})$", text)
+    if m and 1 <= int(m[2]) <= 12 and 1 <= int(m[3]) <= 31:
+        return "%s-%s-%s" % (m[1], m[2], m[3])
     m = re.match(r"^(\d{2})(\d{2})(\d{4})$", text)
     if m:
         return "%s-%s-%s" % (m[3], m[2], m[1])

@@ -161,6 +161,8 @@ enum PostgresSchema {
         PostgresWebSearch.migration,
         // Version 6: texts per zone owner, and the bytes of each zone's records (PostgresTextOwners.swift).
         PostgresTextOwners.migration,
+        // Version 7: the web list's default order, newest added first (WebFilter.order).
+        ["CREATE INDEX web_rows_by_added ON web_rows(zone_id, created_at DESC, id)"],
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -76,6 +76,20 @@ extension PostgresServerStore {
         try await transaction { db in try await Self.requireZone(db, owner: owner, name: name, caller: caller) }
     }
 
+    func webReceiptsAttaching(_ blobs: [String], owner: String, name: String, caller: Account) async throws -> [String: String] {
+        try await transaction { db in
+            let zone = try await Self.requireZone(db, owner: owner, name: name, caller: caller)
+            var found: [String: String] = [:]
+            for blob in blobs {
+                found[blob] = try await db.value("""
+                    SELECT rb.record_id FROM record_blobs rb JOIN records r ON r.zone_id = rb.zone_id AND r.id = rb.record_id
+                    WHERE rb.sha256 = \(blob) AND rb.zone_id = \(zone.id) AND r.payload IS NOT NULL LIMIT 1
+                    """, as: String.self)
+            }
+            return found
+        }
+    }
+
     func webReceipt(owner: String, name: String, id: String, caller: Account) async throws -> (VisibleZone, WebReceiptRow) {
         guard WireName.isValidRecordID(id) else { throw ServerError.notFound("receipt \(id)") }
         return try await transaction { db in
@@ -129,9 +143,10 @@ extension PostgresServerStore {
             let rows = try await db.rows(PostgresQuery(unsafeSQL: """
                 SELECT r.id, r.change_tag, r.payload
                 FROM (SELECT w.zone_id, w.id, w.date, w.created_at FROM web_rows w WHERE \(whereSQL)
-                      ORDER BY w.date DESC NULLS LAST, w.created_at DESC, w.id LIMIT $\(binds.count + 1) OFFSET $\(binds.count + 2)) p
+                      ORDER BY \(filter.order(newestDate: "w.date DESC NULLS LAST", added: "w.created_at")), w.id
+                      LIMIT $\(binds.count + 1) OFFSET $\(binds.count + 2)) p
                 JOIN records r ON r.zone_id = p.zone_id AND r.id = p.id
-                ORDER BY p.date DESC NULLS LAST, p.created_at DESC, p.id
+                ORDER BY \(filter.order(newestDate: "p.date DESC NULLS LAST", added: "p.created_at")), p.id
                 """, binds: pageBinds))
             let decoder = JSONDecoder()
             let receipts = try rows.map { row in

@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
 
-/// The receipt list's query, `?q=&from=&to=&merchant=&category=&status=&page=`, read from what a
+/// The receipt list's query, `?q=&from=&to=&merchant=&category=&status=&sort=&page=`, read from what a
 /// form's GET sends. Every value is checked here, before anything reaches SQL or arithmetic: a value
 /// that cannot be one of its kind is a 400 naming it, never a default and never a trap.
 struct WebListQuery: Sendable {
@@ -11,7 +11,9 @@ struct WebListQuery: Sendable {
     /// The trimmed, non-empty values of `fields`, as typed (for the form and the page links).
     var values: [String: String] = [:]
 
-    static let fields = ["q", "from", "to", "merchant", "category", "status"]
+    static let fields = ["q", "from", "to", "merchant", "category", "status", "sort"]
+    /// `added` (the default: newest added first) or `date` (the receipt's date, newest first).
+    static let sorts = ["added", "date"]
     /// Fifty million receipts at 50 a page: far beyond any zone, far below any overflow.
     static let maxPage = 1_000_000
 
@@ -35,6 +37,12 @@ struct WebListQuery: Sendable {
             }
             filter.status = status
         }
+        if let sort = values["sort"] {
+            guard Self.sorts.contains(sort) else {
+                throw ServerError.bad("the order \(sort.prefix(40)) is not one of \(Self.sorts.joined(separator: ", "))")
+            }
+            filter.byDate = sort == "date"
+        }
         if let text = decoded["page"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty {
             guard text.utf8.count <= 7, let n = Int(text), (1...Self.maxPage).contains(n) else {
                 throw ServerError.bad("the page \(text.prefix(40)) is not a whole number from 1 to \(Self.maxPage)")
@@ -45,12 +53,19 @@ struct WebListQuery: Sendable {
 
     /// The list's URL under `base` for page `n`, with this query's filters.
     func link(_ base: String, page n: Int) -> String {
+        link(base, extra: [URLQueryItem(name: "page", value: "\(n)")])
+    }
+
+    /// A URL under `base` with this query's filters and `extra` (the list's pages, its downloads).
+    func link(_ base: String, extra: [URLQueryItem]) -> String {
         var components = URLComponents()
         components.path = base
-        components.queryItems = Self.fields.compactMap { key in values[key].map { URLQueryItem(name: key, value: $0) } }
-            + [URLQueryItem(name: "page", value: "\(n)")]
+        components.queryItems = Self.fields.compactMap { key in values[key].map { URLQueryItem(name: key, value: $0) } } + extra
         return components.string ?? base
     }
+
+    /// Whether any filter is set (the folded filter form then shows open).
+    var isFiltered: Bool { values.keys.contains { $0 != "sort" } }
 }
 
 extension WebRoutes {

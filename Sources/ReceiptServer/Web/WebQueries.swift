@@ -13,6 +13,15 @@ struct WebFilter: Sendable {
     var category: String?
     /// `none` (no claim), `submitted`, `reimbursed` or `denied`.
     var status: String?
+    /// The receipt's own date, newest first (undated last), instead of the newest added first: a
+    /// photo uploaded without a date is then not on the last page.
+    var byDate = false
+
+    /// The list's order, for both catalogs: `newestDate` sorts by date descending, undated last
+    /// (each database says it its own way, as its index does), `added` is the creation time column.
+    func order(newestDate: String, added: String) -> String {
+        byDate ? "\(newestDate), \(added) DESC" : "\(added) DESC, \(newestDate)"
+    }
 
     static let statuses = ["none", "submitted", "reimbursed", "denied"]
 }
@@ -79,6 +88,17 @@ extension ServerCatalog {
         }
     }
 
+    /// The list's default order, newest added first (migration `server-web-rows-by-added`).
+    static let webRowsByAddedIndex = "CREATE INDEX webRows_by_added ON webRows(zoneID, createdAt DESC, id);"
+
+    static func registerWebRowsByAddedMigration(_ m: inout DatabaseMigrator) {
+        m.registerMigration("server-web-rows-by-added") { db in
+            if try !db.indexes(on: "webRows").contains(where: { $0.name == "webRows_by_added" }) {
+                try db.execute(sql: webRowsByAddedIndex)
+            }
+        }
+    }
+
     /// The columns of `webRows` after its zone.
     static let webRowsColumns = """
         id TEXT NOT NULL,
@@ -110,6 +130,7 @@ extension ServerCatalog {
         let insert = "INSERT INTO webRows(zoneID, id, date, createdAt, merchant, category, status, currency, total, words)"
         return """
             CREATE INDEX webRows_by_date ON webRows(zoneID, date DESC, createdAt DESC, id);
+            \(webRowsByAddedIndex)
             -- Covers the count and totals of every filter but words: no row is looked up for them.
             CREATE INDEX webRows_by_amount ON webRows(zoneID, currency, total, date, status, category, merchant);
             CREATE TRIGGER records_webRows_insert AFTER INSERT ON records WHEN new.payload IS NOT NULL BEGIN
@@ -126,7 +147,7 @@ extension ServerCatalog {
             """
     }
 
-    /// One page of the zone's live receipts, newest date first (undated last), with the count and
+    /// One page of the zone's live receipts, newest added first (or by date), with the count and
     /// the totals of every receipt the filter matches (one pass over `webRows`, no JSON parsed).
     func webZonePage(owner: String, name: String, filter: WebFilter, offset: Int, limit: Int,
                      caller: Account) async throws -> WebZonePage {
@@ -157,9 +178,9 @@ extension ServerCatalog {
             let rows = try Row.fetchAll(db, sql: """
                 SELECT r.id, r.changeTag, r.payload
                 FROM (SELECT w.zoneID, w.id, w.date, w.createdAt FROM webRows w WHERE \(whereSQL)
-                      ORDER BY w.date DESC, w.createdAt DESC, w.id LIMIT ? OFFSET ?) p
+                      ORDER BY \(filter.order(newestDate: "w.date DESC", added: "w.createdAt")), w.id LIMIT ? OFFSET ?) p
                 JOIN records r ON r.zoneID = p.zoneID AND r.id = p.id
-                ORDER BY p.date DESC, p.createdAt DESC, p.id
+                ORDER BY \(filter.order(newestDate: "p.date DESC", added: "p.createdAt")), p.id
                 """, arguments: pageArguments)
             let decoder = JSONDecoder()
             let receipts = try rows.map { row in
@@ -188,6 +209,20 @@ extension ServerCatalog {
             let payload: String = row["payload"]
             let receipt = try JSONDecoder().decode(WireReceipt.self, from: Data(payload.utf8))
             return (zone, WebReceiptRow(id: id, changeTag: row["changeTag"], receipt: receipt))
+        }
+    }
+
+    func webReceiptsAttaching(_ blobs: [String], owner: String, name: String, caller: Account) async throws -> [String: String] {
+        try await pool.read { db in
+            let zone = try Self.requireZone(db, owner: owner, name: name, caller: caller)
+            var found: [String: String] = [:]
+            for blob in blobs {
+                found[blob] = try String.fetchOne(db, sql: """
+                    SELECT rb.recordID FROM recordBlobs rb JOIN records r ON r.zoneID = rb.zoneID AND r.id = rb.recordID
+                    WHERE rb.sha256 = ? AND rb.zoneID = ? AND r.payload IS NOT NULL LIMIT 1
+                    """, arguments: [blob, zone.id])
+            }
+            return found
         }
     }
 

@@ -77,6 +77,9 @@ struct WebRoutes {
         router.post("z/:owner/:zone/upload") { request, context in
             try await upload(request, context: context)
         }
+        router.post("z/:owner/:zone/bulk") { request, context in
+            try await bulk(request, context: context)
+        }
     }
 
     // MARK: Sessions and forms
@@ -103,7 +106,8 @@ struct WebRoutes {
             return try await body()
         } catch let error as ServerError {
             let heading = error.code == 404 ? "Not found" : error.code == 403 ? "Not allowed" : "Refused"
-            return html(WebTemplates.render("error", ["heading": heading, "message": error.message]),
+            return html(WebTemplates.render("error", ["heading": heading, "message": error.message,
+                                                      "advice": Self.advice(forStatus: error.code)]),
                         title: heading, session: session, status: HTTPResponse.Status(code: error.code))
         }
     }
@@ -131,25 +135,39 @@ struct WebRoutes {
     /// session, from this site, carrying the session's CSRF token.
     func form(_ request: Request, context: ServerContext,
               _ body: (WebSession, [String: String]) async throws -> Response) async throws -> Response {
+        try await form(request, context: context) { session, fields, ids in
+            guard ids.isEmpty else { throw ServerError.bad("this form takes no receipt selection (id)") }
+            return try await body(session, fields)
+        }
+    }
+
+    /// A form whose checkboxes named `id` may be sent many times (the list's selection): those
+    /// values come apart from the other fields, each of which may be sent once.
+    func form(_ request: Request, context: ServerContext,
+              _ body: (WebSession, [String: String], [String]) async throws -> Response) async throws -> Response {
         let session = try await session(request)
         return try await guarded(session) {
             guard let session, sameOrigin(request) else { throw Self.crossSite }
-            let fields = try await Self.formFields(request)
+            let (fields, ids) = try await Self.formFields(request)
             guard session.accepts(csrf: fields["csrf"]) else { throw Self.crossSite }
-            return try await body(session, fields)
+            return try await body(session, fields, ids)
         }
     }
 
     static let crossSite = ServerError(403, "this form was refused: it did not come from a page of this server in a signed-in session (sign in again and resend it)")
 
-    static func formFields(_ request: Request) async throws -> [String: String] {
+    static func formFields(_ request: Request) async throws -> (fields: [String: String], ids: [String]) {
         let buffer: ByteBuffer
         do {
             buffer = try await request.body.collect(upTo: 64 << 10)
         } catch is NIOTooManyBytesError {
             throw ServerError(413, "the form is larger than 64 KiB")
         }
-        return try decodeForm(String(buffer: buffer), what: "the form")
+        let pairs = String(buffer: buffer).split(separator: "&", omittingEmptySubsequences: true)
+        let isID = { (pair: Substring) in pair.hasPrefix("id=") }
+        // A receipt id is a UUID: it needs no decoding, and one that is not a UUID is not found (404).
+        let ids = pairs.filter(isID).map { String($0.dropFirst(3)) }
+        return (try decodeForm(pairs.filter { !isID($0) }.joined(separator: "&"), what: "the form"), ids)
     }
 
     // MARK: Sign-in
@@ -166,7 +184,7 @@ struct WebRoutes {
         }
         let fields: [String: String]
         do {
-            fields = try await Self.formFields(request)
+            fields = try await Self.formFields(request).fields
         } catch let error as ServerError {
             return signInPage(message: error.message, status: .badRequest)
         }
@@ -211,56 +229,6 @@ struct WebRoutes {
                     title: "Zones", session: session)
     }
 
-    func zonePage(_ request: Request, context: ServerContext, session: WebSession) async throws -> Response {
-        let owner = try context.name("owner"), name = try context.name("zone")
-        let query = try WebListQuery(query: request.uri.query ?? "")
-        let filter = query.filter
-        let result = try await catalog.webZonePage(owner: owner, name: name, filter: filter, offset: query.offset,
-                                                   limit: Self.pageSize, caller: session.account)
-        let base = Self.zonePath(owner, name)
-        let receipts: [[String: Any]] = result.receipts.map { row in
-            var values: [String: Any] = ["href": "\(base)/r/\(row.id)", "date": row.receipt.date ?? "", "merchant": row.receipt.merchant ?? "(no merchant)",
-             "category": row.receipt.category ?? "", "total": row.receipt.total ?? "", "currency": row.receipt.currency ?? "",
-             "files": row.receipt.attachments.count, "status": row.receipt.status ?? ""]
-            if let first = row.receipt.attachments.first { values["thumb"] = "\(base)/r/\(row.id)/t/\(first.sha256)" }
-            return values
-        }
-        var values: [String: Any] = [
-            "label": Self.label(owner, name, session), "role": result.zone.role.rawValue, "href": base,
-            "count": result.matching, "receipts": receipts, "hasReceipts": !receipts.isEmpty,
-            "totals": result.totals.map { ["currency": $0.currency, "total": "\($0.total)", "count": $0.count] as [String: Any] },
-            "hasTotals": !result.totals.isEmpty, "canWrite": result.zone.role != .read, "csrf": session.csrf,
-            "filter": ["q": query.values["q"] ?? "", "from": filter.from ?? "", "to": filter.to ?? "",
-                       "merchant": filter.merchant ?? "", "category": filter.category ?? ""],
-            "statuses": [["value": "", "label": "any", "selected": filter.status == nil]]
-                + WebFilter.statuses.map { ["value": $0, "label": $0, "selected": filter.status == $0] },
-        ]
-        if query.page > 1 { values["previous"] = query.link(base, page: query.page - 1) }
-        if query.page * Self.pageSize < result.matching { values["next"] = query.link(base, page: query.page + 1) }
-        return html(WebTemplates.render("zone", values), title: Self.label(owner, name, session), session: session)
-    }
-
-    func receiptPage(owner: String, zone name: String, id: String, session: WebSession, message: String?) async throws -> Response {
-        let (zone, row) = try await catalog.webReceipt(owner: owner, name: name, id: id, caller: session.account)
-        let href = "\(Self.zonePath(owner, name))/r/\(row.id)"
-        let r = row.receipt
-        var values: [String: Any] = [
-            "zoneHref": Self.zonePath(owner, name), "zoneLabel": Self.label(owner, name, session), "href": href,
-            "id": row.id, "changeTag": row.changeTag, "merchant": r.merchant ?? "(no merchant)", "date": r.date ?? "",
-            "total": r.total ?? "", "currency": r.currency ?? "", "category": r.category ?? "", "note": r.note ?? "",
-            "tags": r.tags.joined(separator: ", "), "status": r.status ?? "none", "canWrite": zone.role != .read, "csrf": session.csrf,
-            "attachments": r.attachments.map { a -> [String: Any] in
-                ["href": "\(href)/f/\(a.sha256)", "filename": a.filename, "mediaType": a.mediaType, "size": a.size,
-                 "isImage": WebFiles.inlineImageTypes.contains(a.mediaType), "isPDF": a.mediaType == "application/pdf"]
-            },
-        ]
-        if let message { values["message"] = message }
-        // Absent rather than empty: a Mustache section shows for any string, the empty one too.
-        if let claim = r.claim { values["claim"] = claim }
-        if let day = r.reimbursedOn { values["reimbursedOn"] = day }
-        return html(WebTemplates.render("receipt", values), title: r.merchant ?? "Receipt", session: session)
-    }
-
     func file(owner: String, zone name: String, id: String, blob: BlobID, download: Bool,
               session: WebSession) async throws -> Response {
         let (_, row) = try await catalog.webReceipt(owner: owner, name: name, id: id, caller: session.account)
@@ -288,6 +256,20 @@ struct WebRoutes {
     }
 
     // MARK: Helpers
+
+    /// What a person can do next after a refusal, in plain words.
+    static func advice(forStatus code: Int) -> String {
+        switch code {
+        case 404: "It may have been removed, or it is not shared with your account: ask its owner to share the zone with you."
+        case 403: "Your account may read this zone but not change it: ask its owner for write access."
+        case 409: "Open the receipt again to see the other change, then make yours again."
+        case 413: "The file is larger than this server accepts: send a smaller scan, or ask the server's administrator."
+        case 415: "The file is not what its name or type says: send the original photo or PDF."
+        case 429: "Too many tries: wait a minute, then try again."
+        case 400..<500: "Go back, correct what the sentence above names, and send the form again."
+        default: "Something went wrong on the server: try again in a moment, or tell the server's administrator."
+        }
+    }
 
     static func zonePath(_ owner: String, _ name: String) -> String { "/z/\(owner)/\(name)" }
 

@@ -18,6 +18,8 @@ protocol WebStore: ServerStore {
                      caller: Account) async throws -> WebZonePage
     func webReceipt(owner: String, name: String, id: String, caller: Account) async throws -> (VisibleZone, WebReceiptRow)
     func webZone(owner: String, name: String, caller: Account) async throws -> VisibleZone
+    /// Of `blobs`, those a live receipt of the zone already attaches, each with one such receipt's id.
+    func webReceiptsAttaching(_ blobs: [String], owner: String, name: String, caller: Account) async throws -> [String: String]
 }
 
 extension ServerCatalog: WebStore {}

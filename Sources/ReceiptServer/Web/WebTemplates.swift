@@ -71,6 +71,36 @@ enum WebTemplates {
     static let zone = """
     <h1>{{label}}</h1>
     <p>Your role: <strong>{{role}}</strong>. {{count}} receipt(s) match.</p>
+    {{#hasTotals}}
+    <table class="totals"><caption>Totals of the matching receipts</caption>
+    <thead><tr><th scope="col">Total</th><th scope="col" class="num">Receipts</th></tr></thead>
+    <tbody>{{#totals}}<tr><td class="num">{{total}}</td><td class="num">{{count}}</td></tr>{{/totals}}</tbody>
+    </table>
+    {{/hasTotals}}
+    {{#canWrite}}
+    <form method="post" action="{{href}}/upload" enctype="multipart/form-data" class="add" aria-labelledby="add">
+    <h2 id="add">Add receipt</h2>
+    <input type="hidden" name="csrf" value="{{csrf}}">
+    <label for="u-files">Photos or PDFs (the camera is offered on a phone)</label>
+    <input id="u-files" name="files" type="file" accept="image/*,application/pdf" capture="environment" multiple required>
+    <details><summary>Merchant, date, total… (optional)</summary>
+    <div class="stack">
+    <label for="u-merchant">Merchant</label><input id="u-merchant" name="merchant">
+    <label for="u-date">Date</label><input id="u-date" name="date" type="date">
+    <label for="u-total">Total</label><input id="u-total" name="total" inputmode="decimal" placeholder="12.34">
+    <label for="u-currency">Currency</label><input id="u-currency" name="currency" placeholder="EUR" maxlength="3">
+    <label for="u-category">Category</label><input id="u-category" name="category">
+    <label for="u-note">Note</label><textarea id="u-note" name="note" rows="2"></textarea>
+    <fieldset><legend>Several files are</legend>
+    <label><input type="radio" name="group" value="each" checked> one receipt each</label>
+    <label><input type="radio" name="group" value="one"> pages of one receipt</label>
+    </fieldset>
+    </div>
+    </details>
+    <button type="submit">Upload</button>
+    </form>
+    {{/canWrite}}
+    <details class="fold"{{#filtered}} open{{/filtered}}><summary>Filter and order{{#filtered}} (filtered){{/filtered}}</summary>
     <form method="get" action="{{href}}" class="filters" role="search" aria-label="Filter receipts">
     <label>Words <input name="q" value="{{filter.q}}" type="search"></label>
     <label>From <input name="from" type="date" value="{{filter.from}}"></label>
@@ -78,125 +108,91 @@ enum WebTemplates {
     <label>Merchant <input name="merchant" value="{{filter.merchant}}"></label>
     <label>Category <input name="category" value="{{filter.category}}"></label>
     <label>Claim <select name="status">{{#statuses}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/statuses}}</select></label>
+    <label>Order <select name="sort">{{#sorts}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/sorts}}</select></label>
     <button type="submit">Filter</button>
     </form>
+    </details>
     {{#hasReceipts}}
+    {{#downloadZip}}<p class="downloads">Download these {{count}}: <a href="{{downloadZip}}">zip of their files</a> · <a href="{{downloadClaim}}">claim package</a></p>{{/downloadZip}}
+    {{#canWrite}}<form method="post" action="{{href}}/bulk" class="bulk" aria-label="Change the selected receipts">
+    <input type="hidden" name="csrf" value="{{csrf}}">{{/canWrite}}
     <table class="receipts">
-    <caption>Receipts, newest first</caption>
-    <thead><tr><th scope="col"><span class="sr">Image</span></th><th scope="col">Date</th><th scope="col">Merchant</th><th scope="col">Category</th><th scope="col" class="num">Total</th><th scope="col">Claim</th><th scope="col">Files</th></tr></thead>
+    <caption>Receipts, {{order}}</caption>
+    <thead><tr>{{#canWrite}}<th scope="col" class="pick"><span class="sr">Select</span></th>{{/canWrite}}<th scope="col" class="thumb"><span class="sr">Image</span></th><th scope="col" class="date">Date</th><th scope="col" class="merchant">Merchant</th><th scope="col" class="category">Category</th><th scope="col" class="num total">Total</th><th scope="col" class="status">Claim</th><th scope="col" class="files">Files</th></tr></thead>
     <tbody>
-    {{#receipts}}<tr><td class="thumb">{{#thumb}}<img src="{{thumb}}" alt="" width="64" height="64" loading="lazy">{{/thumb}}</td><td>{{date}}</td><td><a href="{{href}}">{{merchant}}</a></td><td>{{category}}</td><td class="num">{{total}} {{currency}}</td><td>{{status}}</td><td>{{files}}</td></tr>
+    {{#receipts}}<tr>{{#canWrite}}<td class="pick"><input type="checkbox" name="id" value="{{id}}" aria-label="Select {{merchant}} {{date}}"></td>{{/canWrite}}<td class="thumb">{{#thumb}}<img src="{{thumb}}" alt="Scan of {{merchant}}" width="64" height="64" loading="lazy">{{/thumb}}</td><td class="date">{{date}}</td><td class="merchant"><a href="{{href}}">{{merchant}}</a></td><td class="category">{{category}}</td><td class="num total">{{total}}</td><td class="status">{{status}}</td><td class="files">{{files}} file(s)</td></tr>
     {{/receipts}}
     </tbody>
     </table>
+    {{#canWrite}}
+    <fieldset class="bulk-fields"><legend>Set for the selected receipts (a blank field is left as it is)</legend>
+    <label>Category <input name="category"></label>
+    <label>Claim <select name="status"><option value="">leave</option>{{#claimStatuses}}<option value="{{.}}">{{.}}</option>{{/claimStatuses}}</select></label>
+    <label>Claim reference <input name="claim"></label>
+    <label>Add tags <input name="tags" placeholder="hsa, 2026"></label>
+    <button type="submit">Apply to selected</button>
+    </fieldset>
+    </form>
+    {{/canWrite}}
     {{/hasReceipts}}
     {{^receipts}}<p>No receipt matches.</p>{{/receipts}}
-    <nav aria-label="Pages" class="pages">{{#previous}}<a href="{{previous}}" rel="prev">Newer</a>{{/previous}} {{#next}}<a href="{{next}}" rel="next">Older</a>{{/next}}</nav>
-    {{#hasTotals}}
-    <table class="totals"><caption>Totals of the matching receipts</caption>
-    <thead><tr><th scope="col">Currency</th><th scope="col" class="num">Total</th><th scope="col" class="num">Receipts</th></tr></thead>
-    <tbody>{{#totals}}<tr><td>{{currency}}</td><td class="num">{{total}}</td><td class="num">{{count}}</td></tr>{{/totals}}</tbody>
-    </table>
-    {{/hasTotals}}
-    {{#canWrite}}
-    <section aria-labelledby="add">
-    <h2 id="add">Add receipts</h2>
-    <form method="post" action="{{href}}/upload" enctype="multipart/form-data" class="stack">
-    <input type="hidden" name="csrf" value="{{csrf}}">
-    <label for="u-merchant">Merchant</label><input id="u-merchant" name="merchant">
-    <label for="u-date">Date</label><input id="u-date" name="date" type="date">
-    <label for="u-total">Total</label><input id="u-total" name="total" inputmode="decimal" placeholder="12.34">
-    <label for="u-currency">Currency</label><input id="u-currency" name="currency" placeholder="EUR" maxlength="3">
-    <label for="u-category">Category</label><input id="u-category" name="category">
-    <label for="u-note">Note</label><input id="u-note" name="note">
-    <fieldset><legend>Several files are</legend>
-    <label><input type="radio" name="group" value="each" checked> one receipt each</label>
-    <label><input type="radio" name="group" value="one"> pages of one receipt</label>
-    </fieldset>
-    <label for="u-files">Photos or PDFs</label>
-    <input id="u-files" name="files" type="file" accept="image/*,application/pdf" capture="environment" multiple required>
-    <button type="submit">Upload</button>
-    </form>
-    </section>
-    {{/canWrite}}
+    <nav aria-label="Pages" class="pages">{{#previous}}<a href="{{previous}}" rel="prev">Previous page</a>{{/previous}} {{#next}}<a href="{{next}}" rel="next">Next page</a>{{/next}}</nav>
     """
 
     static let receipt = """
     <p><a href="{{zoneHref}}">← {{zoneLabel}}</a></p>
     <h1>{{merchant}}</h1>
     {{#message}}<p class="notice" role="status">{{message}}</p>{{/message}}
-    <dl>
-    <dt>Date</dt><dd>{{date}}</dd>
-    <dt>Total</dt><dd>{{total}} {{currency}}</dd>
-    <dt>Category</dt><dd>{{category}}</dd>
-    <dt>Note</dt><dd>{{note}}</dd>
-    <dt>Tags</dt><dd>{{tags}}</dd>
-    <dt>Claim</dt><dd>{{status}}{{#claim}} · {{claim}}{{/claim}}{{#reimbursedOn}} · reimbursed on {{reimbursedOn}}{{/reimbursedOn}}</dd>
-    <dt>Id</dt><dd><code>{{id}}</code></dd>
-    </dl>
-    <h2>Attachments</h2>
-    {{^attachments}}<p>None.</p>{{/attachments}}
+    <div class="receipt">
+    <div class="preview">
+    {{^attachments}}<p>No file.</p>{{/attachments}}
     <ul class="attachments">
     {{#attachments}}<li>
-    {{#isImage}}<figure><a href="{{href}}"><img src="{{href}}" alt="{{filename}}" loading="lazy"></a><figcaption>{{filename}}</figcaption></figure>{{/isImage}}
-    <a href="{{href}}">{{#isPDF}}Open {{/isPDF}}{{filename}}</a> ({{mediaType}}, {{size}} bytes) · <a href="{{href}}?download=1">Download</a>
+    {{#preview}}<figure><a href="{{href}}"><img src="{{preview}}" alt="{{alt}}" loading="lazy"></a><figcaption>{{filename}}</figcaption></figure>{{/preview}}
+    <a href="{{href}}">{{#isPDF}}Open {{/isPDF}}{{filename}}</a> ({{mediaType}}, {{size}}) · <a href="{{href}}?download=1">Download</a>
     </li>
     {{/attachments}}
     </ul>
+    </div>
+    <div class="details">
+    <dl>
+    {{#date}}<dt>Date</dt><dd>{{date}}</dd>{{/date}}
+    {{#total}}<dt>Total</dt><dd>{{total}}</dd>{{/total}}
+    {{#category}}<dt>Category</dt><dd>{{category}}</dd>{{/category}}
+    {{#note}}<dt>Note</dt><dd class="note">{{note}}</dd>{{/note}}
+    {{#tags}}<dt>Tags</dt><dd>{{tags}}</dd>{{/tags}}
+    <dt>Claim</dt><dd>{{status}}{{#claim}} · {{claim}}{{/claim}}{{#reimbursedOn}} · reimbursed on {{reimbursedOn}}{{/reimbursedOn}}</dd>
+    <dt>Id</dt><dd><code>{{id}}</code></dd>
+    </dl>
     {{#canWrite}}
     <section aria-labelledby="edit">
     <h2 id="edit">Edit</h2>
     <form method="post" action="{{href}}" class="stack">
     <input type="hidden" name="csrf" value="{{csrf}}">
     <input type="hidden" name="changeTag" value="{{changeTag}}">
-    <label for="e-merchant">Merchant</label><input id="e-merchant" name="merchant" value="{{merchant}}">
-    <label for="e-date">Date</label><input id="e-date" name="date" type="date" value="{{date}}">
-    <label for="e-total">Total</label><input id="e-total" name="total" inputmode="decimal" value="{{total}}">
-    <label for="e-currency">Currency</label><input id="e-currency" name="currency" maxlength="3" value="{{currency}}">
-    <label for="e-category">Category</label><input id="e-category" name="category" value="{{category}}">
-    <label for="e-note">Note</label><input id="e-note" name="note" value="{{note}}">
+    <label for="e-merchant">Merchant</label><input id="e-merchant" name="merchant" value="{{form.merchant}}">
+    <label for="e-date">Date</label><input id="e-date" name="date" type="date" value="{{form.date}}">
+    <label for="e-total">Total</label><input id="e-total" name="total" inputmode="decimal" value="{{form.total}}">
+    <label for="e-currency">Currency</label><input id="e-currency" name="currency" maxlength="3" value="{{form.currency}}">
+    <label for="e-category">Category</label><input id="e-category" name="category" value="{{form.category}}">
+    <label for="e-note">Note</label><textarea id="e-note" name="note" rows="3">{{form.note}}</textarea>
+    <label for="e-tags">Tags (comma-separated)</label><input id="e-tags" name="tags" value="{{form.tags}}">
+    <label for="e-status">Claim</label><select id="e-status" name="status">{{#statusOptions}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/statusOptions}}</select>
+    <label for="e-claim">Claim reference</label><input id="e-claim" name="claim" value="{{form.claim}}">
+    <label for="e-reimbursed">Reimbursed on</label><input id="e-reimbursed" name="reimbursedOn" type="date" value="{{form.reimbursedOn}}">
     <button type="submit">Save</button>
     </form>
     </section>
     {{/canWrite}}
+    </div>
+    </div>
     """
 
     static let error = """
     <h1>{{heading}}</h1>
     <p role="alert">{{message}}</p>
-    <p><a href="/">Back to your zones</a></p>
-    """
-
-    static let stylesheet = """
-    :root { color-scheme: light dark; --accent: #1a5fb4; font-family: system-ui, sans-serif; line-height: 1.4; }
-    body { margin: 0 auto; max-width: 60rem; padding: 0 1rem 2rem; }
-    header { display: flex; justify-content: space-between; align-items: center; gap: 1rem; flex-wrap: wrap;
-             border-bottom: 1px solid #8884; padding: .5rem 0; }
-    header form { margin: 0; }
-    a { color: var(--accent); }
-    a:focus, button:focus, input:focus, select:focus { outline: 3px solid #e5a50a; outline-offset: 2px; }
-    .skip { position: absolute; left: -999px; }
-    .skip:focus { left: 1rem; top: 1rem; background: Canvas; padding: .5rem; }
-    table { border-collapse: collapse; width: 100%; margin: 1rem 0; }
-    caption { text-align: left; font-weight: bold; padding: .25rem 0; }
-    th, td { text-align: left; padding: .4rem; border-bottom: 1px solid #8884; vertical-align: top; }
-    .num { text-align: right; font-variant-numeric: tabular-nums; }
-    .stack { display: grid; gap: .4rem; max-width: 28rem; }
-    .filters { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; }
-    .filters label { display: grid; }
-    input, select, button { font: inherit; padding: .4rem; }
-    button { background: var(--accent); color: white; border: 0; border-radius: 4px; padding: .45rem 1rem; cursor: pointer; }
-    .error { color: #c01c28; font-weight: bold; }
-    .notice { color: #26a269; font-weight: bold; }
-    .attachments { list-style: none; padding: 0; }
-    .attachments li { margin: 0 0 1rem; }
-    figure { margin: 0; }
-    img { max-width: 100%; height: auto; border: 1px solid #8884; }
-    dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; }
-    dd { margin: 0; }
-    .pages { display: flex; gap: 1rem; }
-    .thumb img { width: 4rem; height: 4rem; object-fit: contain; border: 0; }
-    .sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
-    @media (max-width: 40rem) { .receipts th:nth-child(4), .receipts td:nth-child(4) { display: none; } }
+    <p>{{advice}}</p>
+    {{#open}}<p><a href="{{open}}">{{openLabel}}</a></p>{{/open}}
+    <p>{{#back}}<a href="{{back}}">Back to where you were</a> · {{/back}}<a href="/">Your zones</a></p>
     """
 }

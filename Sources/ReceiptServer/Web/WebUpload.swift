@@ -60,10 +60,16 @@ extension WebRoutes {
                 groups = attachments.map { [$0] }
             }
             let records = groups.map { files in
-                WirePushRecord(id: UUID().uuidString.lowercased(), baseTag: nil,
+                WirePushRecord(id: ReceiptID.generateText(), baseTag: nil,
                                receipt: metadata.receipt(attachments: files, tags: [], createdAt: now, modifiedAt: now))
             }
             if let problem = records.compactMap({ $0.receipt?.validationError() }).first { throw ServerError.bad(problem) }
+            // The same photo sent again: say where it already is rather than make a copy.
+            let attached = try await catalog.webReceiptsAttaching(attachments.map(\.sha256), owner: owner, name: name,
+                                                                  caller: session.account)
+            if let file = attachments.first(where: { attached[$0.sha256] != nil }), let existing = attached[file.sha256] {
+                return alreadyThere(file.filename, receipt: "\(Self.zonePath(owner, name))/r/\(existing)", session: session)
+            }
             // The sync upload's write order: possession recorded (and the quota checked), then the
             // files installed durably, then the records that reference them.
             let staged = receiver.files.map(\.staged)
@@ -87,16 +93,17 @@ extension WebRoutes {
             throw ServerError(403, "the account \(session.account.name) may read \(owner)/\(name) but not edit its receipts")
         }
         let metadata = try WebMetadata(fields)
-        // Only the form's fields change: attachments, tags, status and claim stay as they are.
+        let claims = try WebClaimFields(fields)
+        // Only the form's fields change: the attachments stay as they are.
         var receipt = row.receipt
+        claims.setAll(on: &receipt)
         receipt.merchant = metadata.merchant
         receipt.date = metadata.date
         receipt.total = metadata.total
         receipt.currency = metadata.currency
         receipt.category = metadata.category
         receipt.note = metadata.note
-        // Later than the version it replaces, which a push may have dated as late as Int64.max.
-        receipt.modifiedAt = max(ServerCatalog.now(), row.receipt.modifiedAt == .max ? .max : row.receipt.modifiedAt + 1)
+        receipt.modifiedAt = Self.modifiedNow(after: row.receipt.modifiedAt)
         let result = try await catalog.push(WirePushRequest(records: [WirePushRecord(id: row.id, baseTag: fields["changeTag"], receipt: receipt)]),
                                             owner: owner, name: name, caller: session.account)
         switch result.results.first?.status {
@@ -122,41 +129,31 @@ extension WebRoutes {
     }
 }
 
-/// The metadata fields of the upload and edit forms, checked as strictly as `receipt import`.
+/// The metadata fields of the upload and edit forms, checked by the rules `receipt import` uses
+/// (`ReceiptFields`); an empty field is an absent value.
 struct WebMetadata {
     var merchant, date, total, currency, category, note: String?
 
     init(_ fields: [String: String]) throws {
-        func value(_ key: String) -> String? {
-            guard let text = fields[key]?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return nil }
-            return text
+        func value(_ key: String, _ rule: (String) throws -> String) throws -> String? {
+            // A browser sends a textarea's line breaks as CRLF whatever it was given: stored as the
+            // LF the command line and the form's page use, so a save without a change changes nothing.
+            guard let text = fields[key]?.replacingOccurrences(of: "\r\n", with: "\n").trimmingCharacters(in: .whitespacesAndNewlines),
+                  !text.isEmpty else { return nil }
+            do { return try rule(text) } catch let error as FieldError { throw ServerError.bad(error.description) }
         }
-        merchant = value("merchant")
-        date = try value("date").map { try WebRoutes.checkDate($0, "receipt's") }
-        total = value("total")
-        if let total {
-            let parts = total.split(separator: ".", omittingEmptySubsequences: false)
-            let whole = parts[0].hasPrefix("-") ? parts[0].dropFirst() : parts[0]
-            guard parts.count <= 2, !whole.isEmpty, whole.allSatisfy(\.isASCIIDigit),
-                  parts.count == 1 || (1...3).contains(parts[1].count) && parts[1].allSatisfy(\.isASCIIDigit)
-            else { throw ServerError.bad("the total \(total) is not an amount such as 12.34") }
-        }
-        currency = value("currency")?.uppercased()
-        if let currency, !(currency.count == 3 && currency.allSatisfy({ $0.isASCII && $0.isLetter })) {
-            throw ServerError.bad("the currency \(currency) is not a 3-letter code such as EUR")
-        }
-        category = value("category")
-        note = value("note")
+        merchant = try value("merchant") { try ReceiptFields.text($0, field: "merchant") }
+        date = try value("date", ReceiptFields.date)
+        total = try value("total", ReceiptFields.total)
+        currency = try value("currency", ReceiptFields.currency)
+        category = try value("category") { try ReceiptFields.text($0, field: "category") }
+        note = try value("note") { try ReceiptFields.text($0, field: "note") }
     }
 
     func receipt(attachments: [WireAttachment], tags: [String], createdAt: Int64, modifiedAt: Int64) -> WireReceipt {
         WireReceipt(merchant: merchant, date: date, total: total, currency: currency, category: category, note: note,
                     tags: tags, attachments: attachments, createdAt: createdAt, modifiedAt: modifiedAt)
     }
-}
-
-extension Character {
-    var isASCIIDigit: Bool { isASCII && isNumber }
 }
 
 /// The state of one multipart upload as MultipartKit's parser reports it: text fields collected

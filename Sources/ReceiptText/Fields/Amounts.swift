@@ -25,7 +25,7 @@ public enum AmountScanner {
     static let maxCents: Int64 = 1_000_000_000
 
     /// Currency codes and symbols this reader names; a symbol used by several currencies is not here.
-    static let codes: [String: String] = [
+    public static let codes: [String: String] = [
         "RM": "MYR", "MYR": "MYR", "EUR": "EUR", "€": "EUR", "USD": "USD", "US$": "USD", "GBP": "GBP", "£": "GBP",
         "CHF": "CHF", "SFR": "CHF", "FR.": "CHF", "SGD": "SGD", "S$": "SGD", "CAD": "CAD", "C$": "CAD", "AUD": "AUD",
         "A$": "AUD", "JPY": "JPY", "¥": "JPY", "SEK": "SEK", "NOK": "NOK", "DKK": "DKK", "PLN": "PLN", "ZŁ": "PLN",

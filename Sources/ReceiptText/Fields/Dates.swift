@@ -157,6 +157,10 @@ public enum DateScanner {
                case .number = tokens[cursor + 1] { return nil }
         }
         guard case .number(let last) = third.token else { return nil }
+        // `12.17.26 PM` is a time of day.
+        if cursor + 1 < tokens.count, tokens[cursor] == .space, case .word(let w) = tokens[cursor + 1], w == "AM" || w == "PM" {
+            return nil
+        }
         let date: PrintedDate
         switch (first.count, second.token, last.count) {
         case (4, .number(let m), 1...2):

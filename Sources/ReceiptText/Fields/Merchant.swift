@@ -27,15 +27,53 @@ enum MerchantFinder {
         for line in header {
             if let alias = aliases[normalized(line)] { return (alias, 0.97, line) }
         }
-        let candidates = header.filter(isNameLike)
+        let candidates = header.filter { isNameLike($0) && !isOnlyLegalForm($0) }
         // A company's name may carry its branch's place (`(TAMAN DAYA) SDN BHD`): only a title before it disqualifies it.
-        let companies = header.filter { hasCompanyWord($0) && !startsWithNotName($0) && !tidy($0).isEmpty }
+        let companies = header.filter { hasCompanyWord($0) && !startsWithNotName($0) && !isOnlyLegalForm($0) && !tidy($0).isEmpty }
         if let company = companies.first(where: hasLegalForm) ?? companies.first {
-            let sure = hasLegalForm(company) || candidates.first == company
-            return (tidy(company), sure ? 0.9 : 0.8, company)
+            let name = tidy(continued(company, in: Array(header)))
+            let sure = (hasLegalForm(company) || candidates.first == company) && readsClean(name)
+            return (name, sure ? 0.9 : 0.8, company)
         }
         guard let first = candidates.first(where: { !tidy($0).isEmpty }) else { return nil }
         return (tidy(first), 0.6, first)
+    }
+
+    /// A name cut at `&` or `,` goes on on the next line (`HOME MASTER HARDWARE &` / `ELECTRICAL`).
+    static func continued(_ line: String, in header: [String]) -> String {
+        let trimmed = line.trimming([" ", "\t"])
+        guard trimmed.hasSuffix("&") || trimmed.hasSuffix(","), let at = header.firstIndex(of: line), at + 1 < header.count,
+              isNameLike(header[at + 1]) else { return line }
+        return trimmed + " " + header[at + 1]
+    }
+
+    /// A line that is only a legal form (`BHD`, `SDN BHD`): the end of a name whose start OCR lost.
+    static func isOnlyLegalForm(_ line: String) -> Bool {
+        let words = line.uppercased().split { !$0.isLetter }
+        return !words.isEmpty && words.allSatisfy { ["SDN", "BHD", "SDNBHD", "LTD", "LLC", "INC", "GMBH", "PLC"].contains($0) }
+    }
+
+    /// Whether a name reads as printed rather than as OCR's guess: on SROIE's thermal prints 11 % of
+    /// the names filled were wrong, nearly all a misread of the right line (`MR O.T.Y. (M) SON BHD`,
+    /// `HOnE MASTER`, `ALAM) SDN BHD`). Such a name is only suggested: a misread word mixes cases or
+    /// letters with digits, a misread legal form is `SON`, a wrapped name starts with its bracket's end.
+    static func readsClean(_ name: String) -> Bool {
+        let upper = " " + name.uppercased() + " "
+        if upper.contains(" SON BHD") || upper.contains(" SDN BHO") || upper.contains(" 5DN ") { return false }
+        if let close = name.firstIndex(of: ")"), !name[..<close].contains("(") { return false }
+        // Only shop-kind words before the legal form (`RESTAURANT SDN BHD`): the name's start is on a line OCR lost.
+        let beforeForm = name.uppercased().split(whereSeparator: { !$0.isLetter })
+            .prefix { !["SDN", "BHD", "LTD", "LLC", "INC", "GMBH", "PLC"].contains($0) }
+        if !beforeForm.isEmpty && beforeForm.allSatisfy({ word in companyWords.contains(String(word)) }) { return false }
+        for word in name.split(whereSeparator: { !$0.isLetter && !$0.isNumber }) {
+            let letters = word.filter(\.isLetter)
+            // A digit after a letter (`S0N`, `B1D`); a number before letters is printed so (`24HR`, `7ELEVEN`).
+            if let letter = word.firstIndex(where: \.isLetter), word[letter...].contains(where: \.isNumber) { return false }
+            let tail = letters.dropFirst()
+            if tail.contains(where: \.isLowercase) && tail.contains(where: \.isUppercase) { return false }
+            if letters.first?.isLowercase == true && letters.contains(where: \.isUppercase) { return false }
+        }
+        return true
     }
 
     /// A legal form after the name (SDN BHD, S/B, GMBH, LLC …): the line is the company's own name.
@@ -80,6 +118,15 @@ enum MerchantFinder {
         var name = line.split(whereSeparator: \.isWhitespace).joined(separator: " ")
         if let open = name.lastIndex(of: "("), name[open...].contains(where: \.isNumber) {
             name = String(name[..<open])
+        }
+        // A label before the name (`Dimiliki: BANH MI CAFE SDN BHD`, Malay for owned by) and a
+        // registration number after it (`… SDN BHD 1110644-V`) are not the name.
+        if let colon = name.firstIndex(of: ":"), name[..<colon].split(separator: " ").count <= 2,
+           name[name.index(after: colon)...].contains(where: \.isLetter) {
+            name = String(name[name.index(after: colon)...])
+        }
+        if let last = name.split(separator: " ").last, last.filter(\.isNumber).count >= 5 {
+            name = String(name.dropLast(last.count))
         }
         let stray: Set<Character> = [" ", ",", "-", "*", "|", ":", "_", "~", "»", "«", "•", "'", "\"", "‘", "’", "“", "”", "©"]
         name = name.trimming(stray)

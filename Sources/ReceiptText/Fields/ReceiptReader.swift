@@ -80,7 +80,8 @@ public struct ReceiptReader: Sendable {
     static func date(lines: [String], currency: String?, order: DateOrder?, latest: Day) -> FieldProposal? {
         let found = lines.flatMap { line in DateScanner.dates(in: line).map { (date: $0, line: line) } }
         guard !found.isEmpty else { return nil }
-        let proven = Set(found.compactMap(\.date.provenOrder))
+        // A date readable only after today proves no order: it is something else (`12.17.26 PM` is a time).
+        let proven = Set(found.compactMap { entry in entry.date.settled.flatMap { $0 > latest ? nil : entry.date.provenOrder } })
         let receiptOrder: DateOrder? = proven.count == 1 ? proven.first : nil
         let currencyOrder: DateOrder? = currency.flatMap { ["USD"].contains($0) ? nil : .dayFirst }
         let chosen = receiptOrder ?? currencyOrder ?? order

@@ -9,16 +9,16 @@ typealias IngestSettle = @Sendable ([(index: Int, error: Error)]) throws -> [Str
 /// thread: the failures of its reads go to the caller's `failed` there, and its rows' result comes
 /// back once they are written (not yet committed: its span commits later).
 final class BatchInFlight<Out: Sendable>: @unchecked Sendable {
-    let failures = Parallel.Handoff<[(index: Int, error: Error)]>()
-    let verdict = Parallel.Handoff<Result<[String], Error>>()
-    let written = Parallel.Handoff<Result<Out, Error>>()
+    let failures = Parallel.Future<[(index: Int, error: Error)]>()
+    let verdict = Parallel.Future<Result<[String], Error>>()
+    let written = Parallel.Future<Result<Out, Error>>()
     private var settled = false
 
     /// Waits for the batch's reads, and answers its failures through `failed` (on this thread).
     func settle<Item>(_ items: [(Item, Int)], _ failed: (Item, Error) throws -> String) throws {
         guard !settled else { return }
         settled = true
-        let found = failures.take()
+        let found = failures.wait()
         do {
             verdict.put(.success(try found.map { try failed(items[$0.index].0, $0.error) }))
         } catch {
@@ -30,7 +30,7 @@ final class BatchInFlight<Out: Sendable>: @unchecked Sendable {
     var settle: IngestSettle {
         { [self] found in
             failures.put(found)
-            return try verdict.take().get()
+            return try verdict.wait().get()
         }
     }
 
@@ -58,7 +58,7 @@ final class IngestSpan: @unchecked Sendable {
     private var ending = false
     /// Set once the span's thread left the transaction: jobs handed over after that are abandoned.
     private var over: Error?
-    private var result: Parallel.Background<Result<Void, Error>>!
+    private var result: Parallel.Future<Result<Void, Error>>!
 
     /// Items and bytes written into the span so far (the caller ends it at `BatchBudget`'s span limits).
     var items = 0
@@ -66,7 +66,7 @@ final class IngestSpan: @unchecked Sendable {
 
     /// `beforeCommit` runs in the transaction after its last batch: throwing rolls the span back.
     init(_ target: Catalog, beforeCommit: @escaping @Sendable () throws -> Void = {}) {
-        result = Parallel.Background { [self] in
+        result = Parallel.Future { [self] in
             let outcome = Result { try target.rowsTransaction(ledgered: true) { w in
                 while let job = next() { try job.run(w) }
                 try beforeCommit()

@@ -151,7 +151,7 @@ extension Vault {
             guard let (batch, flight, end) = inFlight else { return }
             try flight.settle(batch, failed)
             inFlight = nil
-            written.append((try flight.written.take().get(), end))
+            written.append((try flight.written.wait().get(), end))
         }
         do {
             repeat {
@@ -195,7 +195,7 @@ extension Vault {
             // span commits with it, and what it holds is counted.
             if let (_, flight, end) = inFlight {
                 flight.verdict.put(.failure(error))
-                if case .success(let out) = flight.written.take() { written.append((out, end)) }
+                if case .success(let out) = flight.written.wait() { written.append((out, end)) }
             }
             if let open = span, case .success = open.commit() {
                 for (out, done) in written { try? committed(out, done) }
@@ -301,12 +301,12 @@ extension Vault {
         }, batch)
         var failures: [(index: Int, error: Error)] = []
         /// Reads (on every core, on a thread of its own) the deferred files among `order[from...]`'s next slice.
-        func startReading(from: Int) -> (ArraySlice<Int>, Parallel.Background<[Result<PreparedBlob, Error>]>)? {
+        func startReading(from: Int) -> (ArraySlice<Int>, Parallel.Future<[Result<PreparedBlob, Error>]>)? {
             guard from < order.endIndex else { return nil }
             let slice = order[from..<min(from + Self.ingestReadSlice, order.endIndex)]
             let inputs = slice.compactMap { if case .deferred(let input) = batch.items[$0].1 { input } else { nil } }
             // One thread per core: the writer, on this thread, keeps working meanwhile.
-            return (slice, Parallel.Background { Parallel.map(inputs) { try self.prepare(.file($0)) } })
+            return (slice, Parallel.Future { Parallel.map(inputs) { try self.prepare(.file($0)) } })
         }
         var reading = startReading(from: order.startIndex)
         while let (slice, pending) = reading {

@@ -194,7 +194,7 @@ final class ManifestPrefetch: @unchecked Sendable {
     // The reader is used by one thread at a time: the background reading a chunk, and no other until
     // `wait` has returned that chunk.
     private let reader: ManifestReader
-    private var pending: Parallel.Background<Chunk>?
+    private var pending: Parallel.Future<Chunk>?
     private var rows: [Result<ManifestRecord, ManifestProblem>] = []
     private var index = 0
     private var end: Result<Bool, Error> = .success(false)
@@ -204,8 +204,8 @@ final class ManifestPrefetch: @unchecked Sendable {
         pending = read()
     }
 
-    private func read() -> Parallel.Background<Chunk> {
-        Parallel.Background { [self] in
+    private func read() -> Parallel.Future<Chunk> {
+        Parallel.Future { [self] in
             var rows: [Result<ManifestRecord, ManifestProblem>] = []
             rows.reserveCapacity(Self.chunkRows)
             do {

@@ -66,11 +66,11 @@ extension Vault {
         try wrapped {
             try catalog.read { db in
                 /// The batch being hashed (on every core) while the next rows are read and checked.
-                var hashing: (jobs: [HashJob], results: Parallel.Background<[Result<HashedFile, Error>]>)?
+                var hashing: (jobs: [HashJob], results: Parallel.Future<[Result<HashedFile, Error>]>)?
                 /// Starts hashing the files of the rows read since the last call, and files the batch
                 /// hashed before in the plan (in manifest order); at the end, waits for the last one.
                 func flush(last: Bool = false) throws {
-                    let started = jobs.isEmpty ? nil : (jobs, Parallel.Background { [jobs] in
+                    let started = jobs.isEmpty ? nil : (jobs, Parallel.Future { [jobs] in
                         Parallel.map(jobs) { job in try self.hash(job) }
                     })
                     jobs = []

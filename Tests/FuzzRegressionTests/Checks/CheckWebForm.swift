@@ -51,9 +51,8 @@ func checkForm(_ text: String) {
         refusedAsBadInput {
             let metadata = try WebMetadata(fields)
             let receipt = metadata.receipt(attachments: [], tags: [], createdAt: .max, modifiedAt: .max)
-            if let total = receipt.total { precondition(total.utf8.contains { $0 >= 48 && $0 <= 57 }) }
-            if let currency = receipt.currency { precondition(currency.count == 3) }
-            _ = receipt.validationError()
+            // The form and the wire follow the same rules (ReceiptFields): what a form takes, a push takes.
+            precondition(receipt.validationError() == nil, receipt.validationError() ?? "")
         }
     }
 }

@@ -1,6 +1,6 @@
 /// Active ISO 4217 alphabetic currency codes (list published by the ISO 4217 maintenance agency).
-enum ISO4217 {
-    static let codes: Set<String> = [
+public enum ISO4217 {
+    public static let codes: Set<String> = [
         "AED", "AFN", "ALL", "AMD", "ANG", "AOA", "ARS", "AUD", "AWG", "AZN", "BAM", "BBD",
         "BDT", "BGN", "BHD", "BIF", "BMD", "BND", "BOB", "BOV", "BRL", "BSD", "BTN", "BWP",
         "BYN", "BZD", "CAD", "CDF", "CHE", "CHF", "CHW", "CLF", "CLP", "CNY", "COP", "COU",

@@ -1,0 +1,191 @@
+import Foundation
+import GRDB
+import ReceiptCatalog
+import ReceiptText
+
+/// Receipts that may be one receipt entered twice, as `receipt dups` prints them.
+public struct DuplicateGroup: Codable, Sendable, Equatable {
+    public var receipts: [String]
+    /// `same-text` (a re-scan: the texts are near-identical) or `same-fields` (merchant, date and
+    /// total equal, and at least one of them has no text to tell them apart).
+    public var reason: String
+}
+
+/// Re-scans and duplicates: flagged, never removed. Each receipt's text leaves a signature when it is
+/// read (`TextSignature`); alike texts meet through its band keys in an index, so neither `dups` nor
+/// an import reads every text of the vault. Two receipts of one shop, day and amount whose texts
+/// differ are two purchases: equal fields flag only receipts that have no text to compare.
+extension Vault {
+    /// Stores the text signatures of the receipts holding one of `blobs` (whose text was just stored).
+    func signReceipts(holding blobs: [String]) throws {
+        guard !blobs.isEmpty else { return }
+        let rows = try wrapped { try catalog.read { db in try Catalog.receiptRows(db, withBlobs: blobs).map(\.row) } }
+        for start in stride(from: 0, to: rows.count, by: 256) {
+            try sign(rows: Array(rows[start..<min(start + 256, rows.count)]))
+        }
+    }
+
+    /// Signs, a batch at a time, the receipts whose text was read before signatures were kept.
+    func signUnsigned() throws {
+        var after: Int64 = 0
+        while true {
+            let rows = try wrapped {
+                try catalog.read { db in try Catalog.unsignedRows(db, extractor: TextExtractor.version, after: after, limit: 256) }
+            }
+            guard let last = rows.last else { return }
+            try sign(rows: rows)
+            after = last
+        }
+    }
+
+    private func sign(rows: [Int64]) throws {
+        let version = TextExtractor.version
+        try wrapped {
+            try mutate { db in
+                let w = CatalogWriter(db)
+                for row in rows {
+                    let text = try Catalog.texts(db, ofRow: row, extractor: version).map(\.text).joined(separator: "\n")
+                    // A text without words is stored as an empty signature: it is known, and alike to none.
+                    let signature = TextSignature(text: text)
+                    try w.setTextSignature(row: row, extractor: version, minhash: signature?.bytes ?? [],
+                                           bandKeys: signature?.bandKeys ?? [])
+                }
+            }
+        }
+    }
+
+    /// The groups of possible duplicates, of one zone or all; receipts are only grouped within a zone.
+    public func duplicateGroups(zone: String? = nil) throws -> [DuplicateGroup] {
+        // An unknown zone is refused before anything is written.
+        if let zone { try wrapped { try catalog.read { db in _ = try requireZone(db, zone) } } }
+        try signUnsigned()
+        return try wrapped {
+            try catalog.read { db in
+                var sameText = UnionFind()
+                try Catalog.forEachSharedBand(db, zone: zone) { rows in try Self.join(db, rows, into: &sameText, when: Self.sameText) }
+                var sameFields = UnionFind()
+                try Catalog.forEachSameFields(db, zone: zone) { rows in try Self.join(db, rows, into: &sameFields, when: Self.untold) }
+                let textGroups = sameText.groups()
+                let textGroupOf = Dictionary(uniqueKeysWithValues: textGroups.enumerated().flatMap { i, g in g.map { ($0, i) } })
+                // A group already flagged by its text is not flagged again by its fields.
+                let fieldGroups = sameFields.groups().filter { g in Set(g.map { textGroupOf[$0] }).count > 1 || textGroupOf[g[0]] == nil }
+                let all = textGroups.map { ($0, "same-text") } + fieldGroups.map { ($0, "same-fields") }
+                let ids = try Catalog.receiptIDs(db, rows: all.flatMap(\.0))
+                return all.sorted { $0.0[0] < $1.0[0] }.map { rows, reason in
+                    DuplicateGroup(receipts: rows.compactMap { ids[$0] }, reason: reason)
+                }
+            }
+        }
+    }
+
+    /// For each of these receipts that may duplicate others, those others' ids (after an import).
+    public func possibleDuplicates(of ids: [String]) throws -> [String: [String]] {
+        try wrapped {
+            try catalog.read { db in
+                var out: [String: [String]] = [:]
+                for id in ids {
+                    guard let row = try Catalog.receiptRow(db, id: id) else { continue }
+                    let mine = try Self.signatures(db, [row])[row]
+                    let byText = try Catalog.bandNeighbours(db, row: row)
+                    let texts = try Self.signatures(db, byText)
+                    var others = byText.filter { Self.sameText(mine, texts[$0]) }
+                    let byFields = try Catalog.sameFields(db, row: row)
+                    let fieldTexts = try Self.signatures(db, byFields)
+                    others += byFields.filter { Self.untold(mine, fieldTexts[$0]) }
+                    let kept = try Set(others).filter { try !Catalog.keptApart(db, row, $0) }
+                    guard !kept.isEmpty else { continue }
+                    out[id] = try Catalog.receiptIDs(db, rows: Array(kept)).sorted { $0.key < $1.key }.map(\.value)
+                }
+                return out
+            }
+        }
+    }
+
+    /// Says these receipts are distinct purchases: `dups` and `import` no longer pair them.
+    public func keepApart(_ idsOrPrefixes: [String]) throws {
+        guard Set(idsOrPrefixes).count >= 2 else { throw VaultError.bad("give at least two receipts to keep apart") }
+        try wrapped {
+            try mutate { db in
+                let rows = try idsOrPrefixes.map { given -> Int64 in
+                    let id = try resolveReceipt(db, given)
+                    guard let row = try Catalog.receiptRow(db, id: id) else { throw VaultError(.notFound, "no receipt \(given)") }
+                    return row
+                }
+                let w = CatalogWriter(db)
+                for (i, a) in rows.enumerated() { for b in rows[(i + 1)...] where a != b { try w.keepApart(a, b) } }
+            }
+        }
+    }
+
+    /// Joins each pair of `rows` that `alike` says may be one receipt, unless a person kept them apart.
+    private static func join(_ db: Database, _ rows: [Int64], into groups: inout UnionFind,
+                             when alike: (Known?, Known?) -> Bool) throws {
+        let known = try signatures(db, rows)
+        for (i, a) in rows.enumerated() {
+            for b in rows[(i + 1)...] where alike(known[a], known[b]) {
+                if try !Catalog.keptApart(db, a, b) { groups.join(a, b) }
+            }
+        }
+    }
+
+    /// What tells two receipts apart: the signature of their text and the date and total they hold.
+    struct Known {
+        var signature: TextSignature?
+        var date: String?
+        var total: String?
+    }
+
+    private static func signatures(_ db: Database, _ rows: [Int64]) throws -> [Int64: Known] {
+        var out: [Int64: Known] = [:]
+        for receipt in try Catalog.receipts(db, ofRows: rows) {
+            guard let row = try Catalog.receiptRow(db, id: receipt.id) else { continue }
+            let signature = try Catalog.textSignature(db, row: row).flatMap { TextSignature(bytes: $0) }
+            out[row] = Known(signature: signature, date: receipt.date, total: receipt.total)
+        }
+        return out
+    }
+
+    /// Near-identical texts whose dates and totals do not differ: one shop's weekly receipt for the
+    /// same purchase reads alike but for its date, and is a purchase of its own.
+    private static func sameText(_ a: Known?, _ b: Known?) -> Bool {
+        guard let a, let b, let sa = a.signature, let sb = b.signature, sa.similarity(sb) >= TextSignature.sameText else {
+            return false
+        }
+        return !differ(a.date, b.date) && !differ(a.total, b.total)
+    }
+
+    private static func differ(_ a: String?, _ b: String?) -> Bool {
+        guard let a, let b else { return false }
+        return a != b
+    }
+
+    /// Neither text can tell the two apart: one of them has none (or none with words).
+    private static func untold(_ a: Known?, _ b: Known?) -> Bool {
+        a?.signature == nil || b?.signature == nil
+    }
+}
+
+/// Receipt rows joined into groups, only the rows ever joined kept (memory grows with duplicates,
+/// not with the vault).
+struct UnionFind {
+    private var parent: [Int64: Int64] = [:]
+
+    mutating func join(_ a: Int64, _ b: Int64) {
+        let (ra, rb) = (root(a), root(b))
+        if ra != rb { parent[max(ra, rb)] = min(ra, rb) }
+    }
+
+    private mutating func root(_ x: Int64) -> Int64 {
+        var r = x
+        while let p = parent[r], p != r { r = p }
+        parent[x] = r == x ? nil : r
+        return r
+    }
+
+    /// Each group's rows in order, groups by their first row.
+    mutating func groups() -> [[Int64]] {
+        var byRoot: [Int64: [Int64]] = [:]
+        for x in Array(parent.keys) { byRoot[root(x), default: [root(x)]].append(x) }
+        return byRoot.values.map { Array(Set($0)).sorted() }.sorted { $0[0] < $1[0] }
+    }
+}
