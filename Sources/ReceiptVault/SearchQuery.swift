@@ -14,14 +14,15 @@ public struct SearchQuery: Sendable, Equatable {
         public var amount: String?
 
         /// For a number with a separator (`16.85`, `11,30`, `14:32`), the form the text must print it
-        /// in: an amount with either decimal mark, a time with its colon.
+        /// in: an amount with anything but a colon between its parts, a time with its colon.
         var numberPattern: String? {
             let number = amount.map { _ in text } ?? text
             let parts = number.split(omittingEmptySubsequences: false, whereSeparator: { !$0.isNumber })
             guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0.isASCII } }) else { return nil }
             let separator = number.first { !$0.isNumber }
             if amount != nil || separator == "." || separator == "," {
-                return "(?<![0-9])\(parts[0])[.,]\(parts[1])(?![0-9])"
+                // OCR may print the decimal mark apart or lose it (`9 .00`, `9 00`): anything but a colon.
+                return "(?<![0-9])\(parts[0])[^0-9:A-Za-z]{1,3}\(parts[1])(?![0-9])"
             }
             return separator == ":" ? "(?<![0-9])\(parts[0]):\(parts[1])(?![0-9])" : nil
         }
@@ -101,11 +102,13 @@ public struct SearchQuery: Sendable, Equatable {
         }.map(\.1)
     }
 
-    /// Whether `text` prints each number of the query that has a separator in the same kind of form:
-    /// an amount with `.` or `,`, a time with `:`. FTS5 reads `14:32` and `14.32` alike (two words,
-    /// 14 and 32), so a time would otherwise find the amount and the amount the time.
+    /// Whether a term is a number with a separator, which FTS5 alone cannot tell apart (`numbersAgree`).
     public var checksNumbers: Bool { terms.contains { $0.numberPattern != nil } }
 
+    /// Whether `text` prints each number of the query that has a separator in the same kind of form:
+    /// an amount with anything but a colon between its parts (OCR may print `9 .00`), a time with `:`.
+    /// FTS5 reads `14:32` and `14.32` alike (two words, 14 and 32), so a time would otherwise find the
+    /// amount and the amount the time.
     public func numbersAgree(in text: String, skipping: Set<Int> = []) -> Bool {
         terms.indices.allSatisfy { i in
             guard !skipping.contains(i), let pattern = terms[i].numberPattern else { return true }

@@ -11,6 +11,8 @@ extension Vault {
         guard let query = try? SearchQuery(text) else { return [] }
         let words = query.terms.filter { $0.amount == nil && !$0.prefix && !$0.text.contains { $0.isNumber || $0.isWhitespace } }
             .map { $0.text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil) }
+            // One or two letters are near too many words to suggest one.
+            .filter { $0.count >= 3 }
         return (try? wrapped {
             try catalog.read { db in
                 try words.flatMap { word -> [String] in
@@ -27,7 +29,7 @@ extension Vault {
         let limit = letters.count <= 4 ? 1 : 2
         var found: [(word: String, distance: Int, receipts: Int)] = []
         try Catalog.forEachIndexedWord(db, lengths: max(1, letters.count - limit)...(letters.count + limit)) { term, receipts in
-            guard let distance = editDistance(letters, Array(term.unicodeScalars), atMost: limit) else { return }
+            guard term.contains(where: \.isLetter), let distance = editDistance(letters, Array(term.unicodeScalars), atMost: limit) else { return }
             found.append((term, distance, receipts))
             // Keeps the list short while the index streams by.
             if found.count > most * 8 { found = Array(ranked(found).prefix(most)) }

@@ -40,7 +40,7 @@ final class ForgivingSearchTests: CLITestCase {
     }
 
     func testNoMatchPrintsAnEmptyListAndNamesTheNearestIndexedWords() throws {
-        _ = try importFile("rx.txt", Array("Pharmacy\nAmoxicillin 500 mg\nIbuprofen\n".utf8))
+        _ = try importFile("rx.txt", Array("Pharmacy\nAmoxicillin 500 mg\n3 boxes\nIbuprofen\n".utf8))
         let typo = try receipt("search", "amoxicilin", "--json")
         XCTAssertEqual(typo.status, 0, typo.stderr)
         XCTAssertEqual((try JSONSerialization.jsonObject(with: typo.stdoutData) as? [Any])?.count, 0, typo.stdout)
@@ -49,7 +49,9 @@ final class ForgivingSearchTests: CLITestCase {
         XCTAssertEqual(human.status, 0)
         XCTAssertEqual(human.stdout, "")
         XCTAssertTrue(human.stderr.contains("did you mean: ibuprofen"), human.stderr)
-        let nothingNear = try receipt("search", "zebra")
-        XCTAssertFalse(nothingNear.stderr.contains("did you mean"), nothingNear.stderr)
+        for far in ["zebra", "é", "x"] {
+            let nothingNear = try receipt("search", far)
+            XCTAssertFalse(nothingNear.stderr.contains("did you mean"), "\(far): \(nothingNear.stderr)")
+        }
     }
 }

@@ -61,10 +61,20 @@ enum MerchantFinder {
         let upper = " " + name.uppercased() + " "
         if upper.contains(" SON BHD") || upper.contains(" SDN BHO") || upper.contains(" 5DN ") { return false }
         if let close = name.firstIndex(of: ")"), !name[..<close].contains("(") { return false }
-        // Only shop-kind words before the legal form (`RESTAURANT SDN BHD`): the name's start is on a line OCR lost.
-        let beforeForm = name.uppercased().split(whereSeparator: { !$0.isLetter })
-            .prefix { !["SDN", "BHD", "LTD", "LLC", "INC", "GMBH", "PLC"].contains($0) }
-        if !beforeForm.isEmpty && beforeForm.allSatisfy({ word in companyWords.contains(String(word)) }) { return false }
+        // No word of its own before the legal form (`RESTAURANT SDN BHD`, `CO. (M) SDN BHD`): the name's
+        // start is on a line OCR lost.
+        let words = name.uppercased().split(whereSeparator: { !$0.isLetter })
+        let beforeForm = words.prefix { !["SDN", "BHD", "LTD", "LLC", "INC", "GMBH", "PLC"].contains($0) }
+        if beforeForm.count < words.count,
+           !beforeForm.contains(where: { $0.count >= 2 && $0 != "CO" && !companyWords.contains(String($0)) }) { return false }
+        // Marks OCR made of a smudge: a name starting with one (`? g Alaf`, `#000002 BAIFU`), or a word in
+        // lower case among capitals (`yy Avai Cash & Carry`, `TOKYO KITCHEN SDN BHD e`).
+        if let first = name.first, !first.isLetter && !first.isNumber { return false }
+        if name.filter(\.isLetter).count < 3 { return false }
+        let lettered = name.split(whereSeparator: { !$0.isLetter }).filter { !$0.isEmpty }
+        if lettered.contains(where: { $0.allSatisfy(\.isLowercase) }) && lettered.contains(where: { $0.contains(where: \.isUppercase) }) {
+            return false
+        }
         for word in name.split(whereSeparator: { !$0.isLetter && !$0.isNumber }) {
             let letters = word.filter(\.isLetter)
             // A digit after a letter (`S0N`, `B1D`); a number before letters is printed so (`24HR`, `7ELEVEN`).
