@@ -69,7 +69,7 @@ extension RouteTable {
                        "to=9999-99-99", "q=%00%FF", "q=" + String(repeating: "w%20", count: 1000), "merchant=%25%5F",
                        "category=%27%20OR%201%3D1", "page=9223372036854775807", "page=4611686018427387904"].map {
                 Variant(label: "query", query: $0, instead: [200, 400])
-            } + ["status=bogus", "from=2026-1-1", "to=x"].map { Variant(label: "query", query: $0, instead: [400]) },
+            } + ["status=bogus", "from=2026-1-1", "to=x", "from=2025-02-30"].map { Variant(label: "query", query: $0, instead: [400]) },
             expect: { readerOr404($0, 200) }, shows: { $0.target.merchant }),
         "GET /z/{owner}/{zone}/r/{id}": RouteRule(surface: .web, scope: .zone, mutates: false,
                                                   expect: { readsReceipt($0) ? [200] : [404] }, shows: { $0.target.merchant }),

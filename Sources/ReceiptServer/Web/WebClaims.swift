@@ -35,9 +35,7 @@ struct WebClaimFields {
             throw ServerError.bad("the claim status \(status.prefix(40)) is not one of \(WebRoutes.claimStatuses.joined(separator: ", "))")
         }
         claim = try value("claim")
-        reimbursedOn = try value("reimbursedOn").map { text in
-            do { return try ReceiptFields.date(text) } catch let error as FieldError { throw ServerError.bad(error.description) }
-        }
+        reimbursedOn = try value("reimbursedOn").map { try WebRoutes.checkDate($0, "reimbursed-on") }
         category = try value("category")
         tags = try (value("tags") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         if let bad = tags.first(where: { $0.contains(";") }) {

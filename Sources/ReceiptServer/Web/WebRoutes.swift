@@ -278,12 +278,13 @@ struct WebRoutes {
         owner == session.account.name ? name : "\(owner)/\(name)"
     }
 
+    /// A date of the list's filters or a form, by the one rule of every door (`ReceiptFields.date`).
     static func checkDate(_ text: String, _ what: String) throws -> String {
-        let bytes = Array(text.utf8)
-        guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
-              bytes.enumerated().allSatisfy({ $0.offset == 4 || $0.offset == 7 || ($0.element >= 48 && $0.element <= 57) })
-        else { throw ServerError.bad("the \(what) date \(text) is not a date of the form YYYY-MM-DD") }
-        return text
+        do {
+            return try ReceiptFields.date(text)
+        } catch let error as FieldError {
+            throw ServerError.bad("the \(what) date: \(error.description)")
+        }
     }
 
     func redirect(_ location: String) -> Response {
