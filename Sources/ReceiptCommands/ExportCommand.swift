@@ -1,3 +1,4 @@
+import BlobStore
 import ArgumentParser
 import Foundation
 import ReceiptVault
@@ -47,7 +48,7 @@ struct ExportCommand: ParsableCommand {
             try Output.json(report)
         } else {
             Output.note("exported \(report.receipts) receipt(s), \(report.files.count) file(s), "
-                + "\(Format.bytes(report.bytes)) to \(report.destination)"
+                + "\(ByteCount.text(report.bytes)) to \(report.destination)"
                 + (report.failed.isEmpty ? "" : "; \(report.failed.count) file(s) failed"))
         }
         for failure in report.failed {

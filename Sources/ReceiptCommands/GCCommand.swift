@@ -1,3 +1,4 @@
+import BlobStore
 import ArgumentParser
 import ReceiptVault
 
@@ -34,12 +35,12 @@ struct GCCommand: ParsableCommand {
         let verb = dryRun ? "would remove" : "removed"
         if dryRun {
             for blob in report.blobs {
-                Output.line("\(verb) blob \(blob.sha256)  \(Format.bytes(blob.bytes))\(blob.inline ? " (inline)" : blob.hasRow ? "" : " (no catalog row)")")
+                Output.line("\(verb) blob \(blob.sha256)  \(ByteCount.text(blob.bytes))\(blob.inline ? " (inline)" : blob.hasRow ? "" : " (no catalog row)")")
             }
-            for file in report.interim { Output.line("\(verb) staging file \(file.path)  \(Format.bytes(file.bytes))") }
+            for file in report.interim { Output.line("\(verb) staging file \(file.path)  \(ByteCount.text(file.bytes))") }
         }
         Output.line("\(verb) \(report.removedBlobs) blob(s) and \(report.removedInterim) staging file(s), "
-            + "\(Format.bytes(report.reclaimedBytes)) \(dryRun ? "to reclaim" : "reclaimed")")
+            + "\(ByteCount.text(report.reclaimedBytes)) \(dryRun ? "to reclaim" : "reclaimed")")
         if !report.keptOlderThanCatalog.isEmpty {
             Output.note("receipt: kept \(report.keptOlderThanCatalog.count) blob file(s) that no catalog row records and that are "
                 + "older than the catalog itself: run `receipt fsck --repair` to keep them as receipts of zone 'recovered'")

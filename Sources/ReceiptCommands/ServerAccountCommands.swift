@@ -1,3 +1,4 @@
+import BlobStore
 import ArgumentParser
 import Foundation
 import ReceiptServer
@@ -55,7 +56,7 @@ struct ServerAccountListCommand: AsyncParsableCommand {
         let accounts = try await storage.open { catalog in try await catalog.accounts() }
         if options.json { return try Output.json(accounts) }
         for a in accounts {
-            let quota = a.quota.map { "\(Format.bytes(a.usedBytes)) of \(Format.bytes($0))" } ?? "\(Format.bytes(a.usedBytes)), no quota"
+            let quota = a.quota.map { "\(ByteCount.text(a.usedBytes)) of \(ByteCount.text($0))" } ?? "\(ByteCount.text(a.usedBytes)), no quota"
             Output.line("\(a.account)  \(quota)  zones: \(a.zones.joined(separator: ", "))  tokens: \(a.tokens.map(\.label).joined(separator: ", "))")
         }
     }
@@ -132,7 +133,7 @@ struct ServerAccountQuotaCommand: AsyncParsableCommand {
         let bytes = try parseQuota(size)
         try await storage.open { catalog in try await catalog.setQuota(account: name, bytes: bytes) }
         if options.json { return try Output.json(Result(account: name, quota: bytes)) }
-        Output.note("the quota of the account \(name) is now \(bytes.map { Format.bytes($0) } ?? "none")")
+        Output.note("the quota of the account \(name) is now \(bytes.map { ByteCount.text($0) } ?? "none")")
     }
 }
 

@@ -1,3 +1,4 @@
+import BlobStore
 import ArgumentParser
 import Foundation
 import ReceiptServer
@@ -36,7 +37,7 @@ struct ServerBackupCommand: AsyncParsableCommand {
             } else {
                 for problem in problems { Output.line("problem: \(problem)") }
                 Output.line("\(problems.isEmpty ? "ok" : "damaged"): \(destination) holds \(manifest.blobs) blob(s), "
-                    + "\(Format.bytes(manifest.blobBytes)), and a \(manifest.catalog) catalog of \(manifest.createdAt)")
+                    + "\(ByteCount.text(manifest.blobBytes)), and a \(manifest.catalog) catalog of \(manifest.createdAt)")
             }
             if !problems.isEmpty { throw ExitCode(Failure.problems) }
             return
@@ -44,7 +45,7 @@ struct ServerBackupCommand: AsyncParsableCommand {
         guard let data else { throw ValidationError("receipt server backup needs --data DIR, the server's data folder") }
         let manifest = try await ServerBackup.take(dataPath: data, database: try ServerDatabase(database), destination: destination)
         if options.json { return try Output.json(manifest) }
-        Output.line("backed up the \(manifest.catalog) catalog and \(manifest.blobs) blob(s), \(Format.bytes(manifest.blobBytes)) "
+        Output.line("backed up the \(manifest.catalog) catalog and \(manifest.blobs) blob(s), \(ByteCount.text(manifest.blobBytes)) "
             + "(\(manifest.linkedBlobs) hard-linked), to \(destination)")
     }
 }

@@ -1,3 +1,4 @@
+import BlobStore
 import ArgumentParser
 import Foundation
 import ReceiptVault
@@ -150,8 +151,8 @@ struct ServerGCCommand: AsyncParsableCommand {
         }
         if options.json { return try Output.json(report) }
         let verb = dryRun ? "would remove" : "removed"
-        if dryRun { for blob in report.blobs { Output.line("\(verb) blob \(blob.sha256)  \(Format.bytes(blob.bytes))") } }
+        if dryRun { for blob in report.blobs { Output.line("\(verb) blob \(blob.sha256)  \(ByteCount.text(blob.bytes))") } }
         Output.line("\(verb) \(report.removedBlobs) blob(s) and \(report.removedInterim) staging file(s), "
-            + "\(Format.bytes(report.reclaimedBytes)) \(dryRun ? "to reclaim" : "reclaimed")")
+            + "\(ByteCount.text(report.reclaimedBytes)) \(dryRun ? "to reclaim" : "reclaimed")")
     }
 }

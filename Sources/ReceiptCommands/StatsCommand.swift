@@ -1,3 +1,4 @@
+import BlobStore
 import ArgumentParser
 import ReceiptVault
 
@@ -12,8 +13,8 @@ struct StatsCommand: ParsableCommand {
         Output.line("receipts:       \(s.receipts)")
         Output.line("attachments:    \(s.attachments)")
         Output.line("blobs:          \(s.blobs) (\(s.externalBlobs) files, \(s.inlineBlobs) inline)")
-        Output.line("logical bytes:  \(s.logicalBytes) (\(Format.bytes(s.logicalBytes)))")
-        Output.line("stored bytes:   \(s.storedBytes) (\(Format.bytes(s.storedBytes)))")
+        Output.line("logical bytes:  \(s.logicalBytes) (\(ByteCount.text(s.logicalBytes)))")
+        Output.line("stored bytes:   \(s.storedBytes) (\(ByteCount.text(s.storedBytes)))")
         Output.line("text indexed:   \(s.indexedBlobs) blobs, \(s.pendingIndex) pending (receipt index)")
     }
 }

@@ -168,7 +168,7 @@ final class ProgressLine: @unchecked Sendable {
         let rate = Double(bytes) / elapsed
         let left = rate > 0 ? Double(totalBytes - bytes) / rate : 0
         let text = String(format: "\r%@ %d/%d files, %@/%@, %@/s, %@ left ", label, files, totalFiles,
-                          Format.bytes(bytes), Format.bytes(totalBytes), Format.bytes(Int64(rate)), Format.duration(left))
+                          ByteCount.text(bytes), ByteCount.text(totalBytes), ByteCount.text(Int64(rate)), Format.duration(left))
         FileHandle.standardError.write(Data(text.utf8))
     }
 
@@ -179,8 +179,8 @@ final class ProgressLine: @unchecked Sendable {
         guard now.timeIntervalSince(lastDraw) > 0.1 else { return }
         lastDraw = now
         let elapsed = max(now.timeIntervalSince(start), 0.001)
-        let text = String(format: "\r%@ %d rows, %@, %@/s \u{1B}[K", phase, items, Format.bytes(bytes),
-                          Format.bytes(Int64(Double(bytes) / elapsed)))
+        let text = String(format: "\r%@ %d rows, %@, %@/s \u{1B}[K", phase, items, ByteCount.text(bytes),
+                          ByteCount.text(Int64(Double(bytes) / elapsed)))
         FileHandle.standardError.write(Data(text.utf8))
     }
 
@@ -203,17 +203,6 @@ final class ProgressLine: @unchecked Sendable {
 }
 
 enum Format {
-    static func bytes(_ n: Int64) -> String {
-        let units = ["B", "KB", "MB", "GB", "TB"]
-        var value = Double(n)
-        var unit = 0
-        while value >= 1000 && unit < units.count - 1 {
-            value /= 1000
-            unit += 1
-        }
-        return unit == 0 ? "\(n) B" : String(format: "%.1f %@", value, units[unit])
-    }
-
     static func duration(_ seconds: Double) -> String {
         let s = Int(seconds.rounded())
         return s >= 60 ? "\(s / 60)m\(String(format: "%02d", s % 60))s" : "\(s)s"

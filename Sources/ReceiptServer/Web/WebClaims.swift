@@ -24,10 +24,7 @@ struct WebClaimFields {
     init(_ fields: [String: String]) throws {
         func value(_ key: String) throws -> String? {
             guard let text = fields[key]?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return nil }
-            guard text.utf8.count <= 4096, !text.utf8.contains(0) else {
-                throw ServerError.bad("the \(key) is longer than 4096 bytes or contains a NUL byte")
-            }
-            return text
+            do { return try ReceiptFields.text(text, field: key) } catch let error as FieldError { throw ServerError.bad(error.description) }
         }
         sent = Set(fields.keys)
         status = try value("status")?.lowercased()

@@ -1,3 +1,4 @@
+import BlobStore
 import Foundation
 import Hummingbird
 import ReceiptWire
@@ -57,7 +58,7 @@ extension WebRoutes {
             "canWrite": zone.role != .read, "csrf": session.csrf,
             "attachments": r.attachments.enumerated().map { index, a -> [String: Any] in
                 var file: [String: Any] = ["href": "\(href)/f/\(a.sha256)", "filename": a.filename, "mediaType": a.mediaType,
-                                           "size": Self.readableSize(a.size), "isPDF": a.mediaType == "application/pdf",
+                                           "size": ByteCount.text(a.size), "isPDF": a.mediaType == "application/pdf",
                                            "alt": "File \(index + 1) of the receipt from \(shownMerchant)"]
                 if WebFiles.inlineImageTypes.contains(a.mediaType) {
                     file["preview"] = "\(href)/f/\(a.sha256)"
@@ -90,18 +91,5 @@ extension WebRoutes {
             "advice": "Open that receipt to add to it, or upload the other files without this one.",
             "open": receipt, "openLabel": "Open the receipt that has \(filename)",
         ]), title: "Already here", session: session, status: .conflict)
-    }
-
-    /// A file's size as a person reads it: "512 bytes", "300.0 KB", "1.2 MB" (powers of 1000).
-    static func readableSize(_ bytes: Int64) -> String {
-        guard bytes >= 1000 else { return "\(bytes) bytes" }
-        let units = ["KB", "MB", "GB", "TB"]
-        var value = Double(bytes) / 1000
-        var unit = 0
-        while value >= 1000 && unit < units.count - 1 {
-            value /= 1000
-            unit += 1
-        }
-        return "\(String(format: "%.1f", value)) \(units[unit])"
     }
 }
