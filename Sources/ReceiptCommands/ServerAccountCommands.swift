@@ -92,7 +92,7 @@ struct ServerTokenRotateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let token = try await storage.open { catalog in try await catalog.rotateToken(account: name, label: label) }
-        let newLabel = label ?? ServerCatalog.defaultTokenLabel
+        let newLabel = label ?? ServerRules.defaultTokenLabel
         try printToken(TokenResult(account: name, token: token, label: newLabel), json: options.json,
                        note: label == nil ? "replaced every token of the account \(name) with the one above"
                                           : "replaced the token \(newLabel) of the account \(name)")

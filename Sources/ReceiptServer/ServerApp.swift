@@ -166,7 +166,7 @@ public enum SyncServer {
         // One server per embedded catalog: the lock is held until the process ends. Processes over
         // one PostgreSQL database share the data folder (the database serializes what must be).
         let taken = Result {
-            database.isShared ? nil : try ServerCatalog.exclusiveLock(
+            database.isShared ? nil : try ServerRules.exclusiveLock(
                 FileSystem.join(dataPath, "server.lock"),
                 held: "another receipt server is already running on the data folder \(dataPath)")
         }

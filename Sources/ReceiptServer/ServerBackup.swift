@@ -47,7 +47,7 @@ public enum ServerBackup {
         default: break
         }
         try refuseNonEmpty(destination, doing: "back up into")
-        let lock = try ServerCatalog.gcLock(dataPath)
+        let lock = try ServerRules.gcLock(dataPath)
         defer { lock.close() }
         let created = !FileSystem.exists(destination)
         do {

@@ -23,7 +23,7 @@ final class ServerMigrationTests: XCTestCase {
             try ServerCatalog.migrator.migrate(old, upTo: "server-v1")
             try await old.write { db in
                 try db.execute(sql: "INSERT INTO accounts(id, name, tokenHash, createdAt) VALUES (1, 'alice', ?, 5)",
-                               arguments: [ServerCatalog.tokenHash(Self.token)])
+                               arguments: [ServerRules.tokenHash(Self.token)])
                 try db.execute(sql: "INSERT INTO blobs(sha256, size, createdAt) VALUES (?, 10, 6)", arguments: [Self.blob])
                 try db.execute(sql: "INSERT INTO zones(id, uid, ownerID, name, seq, createdAt) VALUES (1, 'u1', 1, 'home', 2, 5)")
                 try db.execute(sql: "INSERT INTO records(zoneID, id, changeTag, seq, payload) VALUES (1, 'r1', 't1', 1, ?), (1, 'r2', 't2', 2, NULL)",
@@ -89,7 +89,7 @@ final class ServerMigrationTests: XCTestCase {
             try await old.write { db in
                 try db.execute(sql: "INSERT INTO accounts(id, name, createdAt) VALUES (1, 'alice', 5)")
                 try db.execute(sql: "INSERT INTO tokens(accountID, label, tokenHash, createdAt) VALUES (1, 'test', ?, 5)",
-                               arguments: [ServerCatalog.tokenHash(Self.token)])
+                               arguments: [ServerRules.tokenHash(Self.token)])
                 try db.execute(sql: "INSERT INTO blobs(sha256, size, createdAt, touchedAt) VALUES (?, 10, 6, 6), (?, 10, 6, 6)",
                                arguments: [Self.blob, memo])
                 try db.execute(sql: "INSERT INTO zones(id, uid, ownerID, name, seq, createdAt) VALUES (1, 'u1', 1, 'home', 1, 5), (2, 'u2', 1, 'work', 1, 5)")
@@ -166,7 +166,7 @@ final class ServerMigrationTests: XCTestCase {
             CREATE TABLE receipt_schema (version INTEGER NOT NULL);
             INSERT INTO receipt_schema(version) VALUES (\(version));
             INSERT INTO accounts(id, name, created_at) VALUES (1, 'alice', 5);
-            INSERT INTO tokens(account_id, label, token_hash, created_at) VALUES (1, 'default', '\(ServerCatalog.tokenHash(Self.token))', 5);
+            INSERT INTO tokens(account_id, label, token_hash, created_at) VALUES (1, 'default', '\(ServerRules.tokenHash(Self.token))', 5);
             INSERT INTO blobs(sha256, size, created_at, touched_at) VALUES ('\(Self.blob)', 10, 6, 6);
             INSERT INTO zones(id, uid, owner_id, name, seq, created_at) VALUES (1, 'u1', 1, 'home', 2, 5);
             \(rows)

@@ -156,7 +156,7 @@ class TextOwnersAndQuotaTests: HouseholdTestCase {
         }
     }
 
-    func usage(_ h: Household, _ account: String) async throws -> ServerCatalog.AccountSummary {
+    func usage(_ h: Household, _ account: String) async throws -> AccountSummary {
         let all = try await withStore(h) { try await $0.accounts() }
         return try XCTUnwrap(all.first { $0.account == account })
     }

@@ -34,7 +34,7 @@ final class TextOwnersMigrationTests: XCTestCase {
                     INSERT INTO recordBlobs(zoneID, recordID, sha256) VALUES (1, 'r1', ?), (2, 'r1', ?);
                     INSERT INTO blobTexts(sha256, version, text, failure, uploadedAt)
                         VALUES (?, '1', 'Sourdough Roggenbrot', NULL, 7), (?, 'old', 'Sauerteig', NULL, 7), (?, '1', NULL, 'stray failure', 7);
-                    """, arguments: [ServerCatalog.tokenHash(Self.token), Self.shared, Self.stray, Self.payload, Self.payload,
+                    """, arguments: [ServerRules.tokenHash(Self.token), Self.shared, Self.stray, Self.payload, Self.payload,
                                      Self.shared, Self.shared, Self.shared, Self.shared, Self.stray])
             }
             try old.close()

@@ -65,7 +65,7 @@ final class UpgradeCopyTests: XCTestCase {
         try ServerCatalog.migrator.migrate(old, upTo: "server-v1")
         try await old.write { db in
             try db.execute(sql: "INSERT INTO accounts(id, name, tokenHash, createdAt) VALUES (1, 'alice', ?, 5)",
-                           arguments: [ServerCatalog.tokenHash(String(repeating: "7", count: 64))])
+                           arguments: [ServerRules.tokenHash(String(repeating: "7", count: 64))])
         }
         // The release before the latest migration.
         try ServerCatalog.migrator.migrate(old, upTo: migrations[migrations.count - 2])

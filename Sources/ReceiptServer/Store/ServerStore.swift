@@ -15,8 +15,8 @@ public protocol ServerStore: AnyObject, Sendable {
     func rotateToken(account name: String, label: String?) async throws -> String
     func revokeToken(account name: String, label: String) async throws
     func setQuota(account name: String, bytes: Int64?) async throws
-    func removeAccount(_ name: String, deleteZones: Bool) async throws -> ServerCatalog.RemovedAccount
-    func accounts() async throws -> [ServerCatalog.AccountSummary]
+    func removeAccount(_ name: String, deleteZones: Bool) async throws -> RemovedAccount
+    func accounts() async throws -> [AccountSummary]
     /// The account holding `token`, or nil; looked up on every request.
     func authenticate(token: String) async throws -> Account?
 

@@ -64,7 +64,7 @@ struct WebClaimFields {
 extension WebRoutes {
     /// Later than the version it replaces, which a push may have dated as late as Int64.max.
     static func modifiedNow(after previous: Int64) -> Int64 {
-        max(ServerCatalog.now(), previous == .max ? .max : previous + 1)
+        max(ServerRules.now(), previous == .max ? .max : previous + 1)
     }
 
     /// `POST /z/OWNER/ZONE/bulk`: the checked receipts (`id`, repeated) get the filled-in fields.

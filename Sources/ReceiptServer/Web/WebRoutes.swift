@@ -213,7 +213,7 @@ struct WebRoutes {
         await throttle.succeeded(account: name, address: address)
         let id = try await catalog.openSession(for: account)
         var response = redirect("/")
-        response.setCookie(cookie(value: id, maxAge: Int(ServerCatalog.sessionLifetimeMilliseconds / 1000)))
+        response.setCookie(cookie(value: id, maxAge: Int(ServerRules.sessionLifetimeMilliseconds / 1000)))
         return response
     }
 

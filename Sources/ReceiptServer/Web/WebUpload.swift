@@ -48,7 +48,7 @@ extension WebRoutes {
             guard receiver.csrfChecked else { throw Self.crossSite }
             guard !receiver.files.isEmpty else { throw ServerError.bad("choose at least one photo or PDF to upload") }
             let metadata = try WebMetadata(receiver.fields)
-            let now = ServerCatalog.now()
+            let now = ServerRules.now()
             var groups: [[WireAttachment]] = []
             let attachments = receiver.files.map {
                 WireAttachment(sha256: $0.staged.id.hex, size: $0.staged.size, filename: $0.filename, mediaType: $0.mediaType)

@@ -6,40 +6,6 @@ import ReceiptWire
 import Glibc
 #endif
 
-/// An error a server operation reports: its HTTP status and one sentence.
-public struct ServerError: Error, CustomStringConvertible, Sendable {
-    public let code: Int
-    public let message: String
-    /// Seconds, for a 429.
-    public var retryAfter: Int?
-    public init(_ code: Int, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-    public var description: String { message }
-
-    static func notFound(_ what: String) -> ServerError { ServerError(404, "\(what) was not found") }
-    static func bad(_ message: String) -> ServerError { ServerError(400, message) }
-}
-
-/// An authenticated caller.
-public struct Account: Sendable, Equatable {
-    public let id: Int64
-    public let name: String
-    /// The token the request presented (rate limits are per token).
-    public let tokenID: Int64
-}
-
-/// A zone the caller can read, with the caller's role on it.
-struct VisibleZone: Sendable {
-    let id: Int64
-    let uid: String
-    let owner: String
-    let ownerID: Int64
-    let name: String
-    let role: WireRole
-}
-
 /// The server's data folder: `server.sqlite` (accounts, zones, shares, records) and the blob tree
 /// (`blobs/`, `interim/`), through the same BlobStore as a vault.
 public final class ServerCatalog: Sendable {
@@ -160,11 +126,5 @@ public final class ServerCatalog: Sendable {
         registerTextOwnersMigration(&m)
         registerWebRowsByAddedMigration(&m)
         return m
-    }
-
-    static func now() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import PostgresNIO
 import ReceiptWire
 
-/// Records, change tokens and blob bookkeeping in PostgreSQL (the rules of ServerCatalog+Records.swift).
+/// Records, change tokens and blob bookkeeping in PostgreSQL (the same rules as the SQLite store's).
 extension PostgresServerStore {
     static func canRead(_ db: PostgresConnection, blob: String, caller: Account) async throws -> Bool {
         try await db.value("""
@@ -43,7 +43,7 @@ extension PostgresServerStore {
     public func registerUploads(_ blobs: [(id: BlobID, size: Int64)], caller: Account) async throws {
         let rows = blobs.map { (hex: $0.id.hex, size: $0.size) }
         try await transaction { db in
-            let now = Self.now() + uploadReservationMilliseconds
+            let now = ServerRules.now() + uploadReservationMilliseconds
             try await Self.withinQuota(db, accountID: caller.id) {
                 for blob in rows {
                     try await db.run("""
@@ -59,7 +59,7 @@ extension PostgresServerStore {
     }
 
     public func uploadsInstalled(_ ids: [BlobID]) async throws {
-        let now = Self.now()
+        let now = ServerRules.now()
         try await transaction { db in
             for id in ids { try await db.run("UPDATE blobs SET touched_at = \(now) WHERE sha256 = \(id.hex)") }
         }
@@ -88,7 +88,7 @@ extension PostgresServerStore {
         return try await transaction { db in
             let zone = try await Self.requireZone(db, owner: owner, name: name, caller: caller, lock: true)
             guard zone.role != .read else {
-                throw ServerError(403, "the account \(caller.name) has read-only access to \(ServerCatalog.zoneLabel(owner, name)): its changes were refused")
+                throw ServerError(403, "the account \(caller.name) has read-only access to \(ServerRules.zoneLabel(owner, name)): its changes were refused")
             }
             return try await Self.withinQuota(db, accountID: zone.ownerID) {
                 try await Self.apply(request, to: zone, caller: caller, db)
@@ -179,7 +179,7 @@ extension PostgresServerStore {
                     throw ServerError.bad("the change token \(since) is malformed")
                 }
                 guard parts[0] == zone.uid else {
-                    throw ServerError(410, "the change token \(since) belongs to an earlier \(ServerCatalog.zoneLabel(owner, name)): pull again from the start")
+                    throw ServerError(410, "the change token \(since) belongs to an earlier \(ServerRules.zoneLabel(owner, name)): pull again from the start")
                 }
                 after = n
             }

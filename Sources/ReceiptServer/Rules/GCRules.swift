@@ -1,7 +1,5 @@
 import BlobStore
 import Foundation
-import GRDB
-import ReceiptCatalog
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,7 +32,7 @@ public struct ServerGCReport: Encodable, Sendable {
 /// its write transaction; SQLite lets one write transaction run at a time, so an upload either
 /// comes before the batch (the blob was touched: spared) or after it (its row and file come back
 /// whole), and a push either sees the blob referenced-to-be or finds it gone and asks for it again.
-extension ServerCatalog {
+extension ServerRules {
     public static let defaultGCGraceSeconds: Int64 = 86_400
     static let gcBatch = 500
 
@@ -73,63 +71,5 @@ extension ServerCatalog {
             if !dryRun { try? FileSystem.remove(file.path) }
             report.removedInterim += 1
         }
-    }
-
-    public func collectGarbage(graceSeconds: Int64, dryRun: Bool) throws -> ServerGCReport {
-        let lock = try Self.gcLock(dataPath)
-        defer { lock.close() }
-
-        let cutoff = Self.now() - graceSeconds * 1000
-        var report = ServerGCReport(dryRun: dryRun)
-        let planned = try pool.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT sha256, size FROM blobs b
-                WHERE touchedAt <= ? AND NOT EXISTS (SELECT 1 FROM recordBlobs rb WHERE rb.sha256 = b.sha256)
-                ORDER BY sha256
-                """, arguments: [cutoff]).map { ($0["sha256"] as String, $0["size"] as Int64) }
-        }
-        // An owner's texts of blobs its zones no longer reference count against its quota and are
-        // read by nobody: they go whether or not the blob stays for others.
-        let orphanTexts = """
-            FROM blobTexts WHERE NOT EXISTS (SELECT 1 FROM recordBlobs rb JOIN zones z ON z.id = rb.zoneID
-                                             WHERE rb.sha256 = blobTexts.sha256 AND z.ownerID = blobTexts.ownerID)
-            """
-        if dryRun {
-            report.blobs = planned.map { ServerGCReport.Blob(sha256: $0.0, bytes: $0.1) }
-            report.removedTexts = try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) " + orphanTexts) ?? 0 }
-        } else {
-            report.removedTexts = try pool.write { db in
-                try db.execute(sql: "DELETE " + orphanTexts)
-                return db.changesCount
-            }
-            var rest = planned[...]
-            while !rest.isEmpty {
-                let batch = rest.prefix(Self.gcBatch)
-                rest = rest.dropFirst(batch.count)
-                let removed = try pool.write { db in
-                    var removed: [ServerGCReport.Blob] = []
-                    for (hex, size) in batch {
-                        let still = try Bool.fetchOne(db, sql: """
-                            SELECT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = ?1 AND b.touchedAt <= ?2
-                                AND NOT EXISTS (SELECT 1 FROM recordBlobs rb WHERE rb.sha256 = b.sha256))
-                            """, arguments: [hex, cutoff]) ?? false
-                        guard still, let id = BlobID(hex: hex) else { continue }
-                        try db.execute(sql: "DELETE FROM possessions WHERE sha256 = ?", arguments: [hex])
-                        try db.execute(sql: "DELETE FROM blobs WHERE sha256 = ?", arguments: [hex])
-                        // Inside the transaction: no upload can record this blob until the file is gone.
-                        try blobs.remove([id])
-                        removed.append(ServerGCReport.Blob(sha256: hex, bytes: size))
-                    }
-                    return removed
-                }
-                report.blobs += removed
-            }
-        }
-        Self.finish(&report, blobs: blobs, cutoff: cutoff, dryRun: dryRun)
-        if !dryRun {
-            // The migrated catalog served and was collected from: its pre-upgrade copy has done its work.
-            try CatalogCopy.removeBeforeMigrationCopies(of: FileSystem.join(dataPath, Self.fileName))
-        }
-        return report
     }
 }

@@ -102,7 +102,6 @@ public final class PostgresServerStore: ServerStore {
         return ServerError(500, "the PostgreSQL database \(url) failed: \(String(describing: error))")
     }
 
-    static func now() -> Int64 { ServerCatalog.now() }
 }
 
 extension PostgresConnection {

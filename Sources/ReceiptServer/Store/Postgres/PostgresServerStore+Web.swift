@@ -4,15 +4,15 @@ import PostgresNIO
 import ReceiptWire
 
 /// The web view's passwords, sessions and reads in PostgreSQL: the same rules, hashes and answers
-/// as the embedded catalog's (WebAccounts.swift, WebQueries.swift).
+/// as the embedded catalog's (PasswordRules.swift for the rules).
 extension PostgresServerStore {
     public func setPassword(account name: String, password: String) async throws {
-        try ServerCatalog.validatePassword(password)
-        let stored = try ServerCatalog.passwordHash(password, salt: SecureRandom.bytes(16), iterations: ServerCatalog.passwordIterations)
+        try ServerRules.validatePassword(password)
+        let stored = try ServerRules.passwordHash(password, salt: SecureRandom.bytes(16), iterations: ServerRules.passwordIterations)
         try await transaction { db in
             let id = try await Self.accountID(db, name)
             try await db.run("""
-                INSERT INTO web_passwords(account_id, hash, changed_at) VALUES (\(id), \(stored), \(Self.now()))
+                INSERT INTO web_passwords(account_id, hash, changed_at) VALUES (\(id), \(stored), \(ServerRules.now()))
                 ON CONFLICT (account_id) DO UPDATE SET hash = excluded.hash, changed_at = excluded.changed_at
                 """)
             try await db.run("DELETE FROM web_sessions WHERE account_id = \(id)")
@@ -33,22 +33,22 @@ extension PostgresServerStore {
                 """).first.map { try $0.decode((Int64, String, String).self) }
         }
         guard let (id, account, hash) = row else {
-            _ = ServerCatalog.passwordMatches(password, stored: ServerCatalog.decoyHash)
+            _ = ServerRules.passwordMatches(password, stored: ServerRules.decoyHash)
             return nil
         }
-        guard ServerCatalog.passwordMatches(password, stored: hash) else { return nil }
+        guard ServerRules.passwordMatches(password, stored: hash) else { return nil }
         return Account(id: id, name: account, tokenID: 0)
     }
 
     func openSession(for account: Account) async throws -> String {
         let id = SecureRandom.hex(32)
-        let hash = ServerCatalog.tokenHash(id), csrf = SecureRandom.hex(32)
+        let hash = ServerRules.tokenHash(id), csrf = SecureRandom.hex(32)
         try await transaction { db in
-            let now = Self.now()
+            let now = ServerRules.now()
             try await db.run("DELETE FROM web_sessions WHERE expires_at <= \(now)")
             try await db.run("""
                 INSERT INTO web_sessions(id_hash, account_id, csrf, created_at, expires_at)
-                VALUES (\(hash), \(account.id), \(csrf), \(now), \(now + ServerCatalog.sessionLifetimeMilliseconds))
+                VALUES (\(hash), \(account.id), \(csrf), \(now), \(now + ServerRules.sessionLifetimeMilliseconds))
                 """)
         }
         return id
@@ -56,11 +56,11 @@ extension PostgresServerStore {
 
     func session(_ id: String) async throws -> WebSession? {
         guard id.utf8.count == 64 else { return nil }
-        let hash = ServerCatalog.tokenHash(id)
+        let hash = ServerRules.tokenHash(id)
         return try await transaction { db in
             guard let row = try await db.rows("""
                 SELECT a.id, a.name, s.csrf FROM web_sessions s JOIN accounts a ON a.id = s.account_id
-                WHERE s.id_hash = \(hash) AND s.expires_at > \(Self.now())
+                WHERE s.id_hash = \(hash) AND s.expires_at > \(ServerRules.now())
                 """).first else { return nil }
             let (accountID, name, csrf) = try row.decode((Int64, String, String).self)
             return WebSession(account: Account(id: accountID, name: name, tokenID: 0), csrf: csrf)
@@ -68,7 +68,7 @@ extension PostgresServerStore {
     }
 
     func closeSession(_ id: String) async throws {
-        let hash = ServerCatalog.tokenHash(id)
+        let hash = ServerRules.tokenHash(id)
         try await transaction { db in try await db.run("DELETE FROM web_sessions WHERE id_hash = \(hash)") }
     }
 

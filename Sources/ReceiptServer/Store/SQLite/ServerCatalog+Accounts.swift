@@ -6,9 +6,6 @@ import ReceiptWire
 /// rotation and revocation that take effect at the next request, removal, and a storage quota.
 /// Only a token's SHA-256 is stored, so the data folder never holds a usable credential.
 extension ServerCatalog {
-    /// The label of the token `account-add` creates.
-    public static let defaultTokenLabel = "default"
-
     /// Moves tokens out of `accounts` into `tokens` (the existing token keeps working as `default`),
     /// gives accounts a quota, and blobs the time an upload last touched them (for the server's gc).
     static func registerAccountMigrations(_ m: inout DatabaseMigrator) {
@@ -40,12 +37,6 @@ extension ServerCatalog {
         }
     }
 
-    static func checkName(_ name: String, _ what: String) throws {
-        guard WireName.isValid(name) else {
-            throw ServerError.bad("invalid \(what) \"\(name)\": use 1 to 64 letters, digits, '.', '_' or '-'")
-        }
-    }
-
     static func accountID(_ db: Database, _ name: String) throws -> Int64 {
         guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM accounts WHERE name = ?", arguments: [name]) else {
             throw ServerError.notFound("the account \(name)")
@@ -57,27 +48,27 @@ extension ServerCatalog {
     static func insertToken(_ db: Database, accountID: Int64, label: String) throws -> String {
         let token = SecureRandom.hex(32)
         try db.execute(sql: "INSERT INTO tokens(accountID, label, tokenHash, createdAt) VALUES (?, ?, ?, ?)",
-                       arguments: [accountID, label, tokenHash(token), now()])
+                       arguments: [accountID, label, ServerRules.tokenHash(token), ServerRules.now()])
         return token
     }
 
     /// Creates an account with one token (labelled `default`) and returns the token. `quota`: bytes,
     /// nil for none.
     public func addAccount(_ name: String, quota: Int64? = nil) throws -> String {
-        try Self.checkName(name, "account name")
+        try ServerRules.checkName(name, "account name")
         return try pool.write { db in
             if try Int.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE name = ?", arguments: [name]) != nil {
                 throw ServerError(409, "the account \(name) already exists")
             }
             try db.execute(sql: "INSERT INTO accounts(name, quota, createdAt) VALUES (?, ?, ?)",
-                           arguments: [name, quota, Self.now()])
-            return try Self.insertToken(db, accountID: db.lastInsertedRowID, label: Self.defaultTokenLabel)
+                           arguments: [name, quota, ServerRules.now()])
+            return try Self.insertToken(db, accountID: db.lastInsertedRowID, label: ServerRules.defaultTokenLabel)
         }
     }
 
     /// Adds a token for another device; its label must be new for the account.
     public func addToken(account name: String, label: String) throws -> String {
-        try Self.checkName(label, "token label")
+        try ServerRules.checkName(label, "token label")
         return try pool.write { db in
             let id = try Self.accountID(db, name)
             if try Int.fetchOne(db, sql: "SELECT 1 FROM tokens WHERE accountID = ? AND label = ?", arguments: [id, label]) != nil {
@@ -90,7 +81,7 @@ extension ServerCatalog {
     /// Replaces the token labelled `label` (every token of the account when nil) with one new
     /// token (labelled `label`, or `default`). The replaced tokens stop working at the next request.
     public func rotateToken(account name: String, label: String?) throws -> String {
-        if let label { try Self.checkName(label, "token label") }
+        if let label { try ServerRules.checkName(label, "token label") }
         return try pool.write { db in
             let id = try Self.accountID(db, name)
             if let label {
@@ -99,7 +90,7 @@ extension ServerCatalog {
             } else {
                 try db.execute(sql: "DELETE FROM tokens WHERE accountID = ?", arguments: [id])
             }
-            return try Self.insertToken(db, accountID: id, label: label ?? Self.defaultTokenLabel)
+            return try Self.insertToken(db, accountID: id, label: label ?? ServerRules.defaultTokenLabel)
         }
     }
 
@@ -118,13 +109,6 @@ extension ServerCatalog {
             let id = try Self.accountID(db, name)
             try db.execute(sql: "UPDATE accounts SET quota = ? WHERE id = ?", arguments: [bytes, id])
         }
-    }
-
-    public struct RemovedAccount: Sendable, Encodable {
-        public let account: String
-        public let deletedZones: [String]
-        public let removedShares: Int
-        public let revokedTokens: Int
     }
 
     /// Removes an account: its tokens, its shares in others' zones, its zones (with their records).
@@ -156,27 +140,6 @@ extension ServerCatalog {
         }
     }
 
-    public struct AccountSummary: Sendable, Encodable {
-        public struct Token: Sendable, Encodable {
-            public let label: String
-            public let createdAt: Int64
-        }
-        public let account: String
-        public let quota: Int64?
-        /// Everything counted against the quota: the three parts below together.
-        public let usedBytes: Int64
-        public let blobBytes: Int64
-        public let textBytes: Int64
-        public let recordBytes: Int64
-        public let zones: [String]
-        public let tokens: [Token]
-
-        init(account: String, quota: Int64?, used: StorageUse, zones: [String], tokens: [Token]) {
-            (self.account, self.quota, self.zones, self.tokens) = (account, quota, zones, tokens)
-            (usedBytes, blobBytes, textBytes, recordBytes) = (used.total, used.blobs, used.texts, used.records)
-        }
-    }
-
     /// Every account, by name, with its tokens' labels (never the tokens), zones, quota and usage.
     public func accounts() throws -> [AccountSummary] {
         try pool.read { db in
@@ -191,15 +154,11 @@ extension ServerCatalog {
         }
     }
 
-    static func tokenHash(_ token: String) -> String {
-        SHA256Hasher.hash(Array(token.utf8)).hex
-    }
-
     /// The account holding `token`, or nil. Looked up on every request, so a revoked or rotated
     /// token is refused from the next request on. The stored hash is compared in constant time.
     public func authenticate(token: String) async throws -> Account? {
         guard token.utf8.count == 64, WireName.isValidBlobAddress(token) else { return nil }
-        let presented = Self.tokenHash(token)
+        let presented = ServerRules.tokenHash(token)
         let found: (Account, String)? = try await pool.read { db in
             guard let row = try Row.fetchOne(db, sql: """
                 SELECT a.id, a.name, t.id AS tokenID, t.tokenHash FROM tokens t JOIN accounts a ON a.id = t.accountID
@@ -208,14 +167,8 @@ extension ServerCatalog {
             return (Account(id: row["id"], name: row["name"], tokenID: row["tokenID"]), row["tokenHash"])
         }
         guard let (account, stored) = found,
-              Self.constantTimeEqual(Array(stored.utf8), Array(presented.utf8)) else { return nil }
+              ServerRules.constantTimeEqual(Array(stored.utf8), Array(presented.utf8)) else { return nil }
         return account
     }
 
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var diff: UInt8 = 0
-        for i in 0..<a.count { diff |= a[i] ^ b[i] }
-        return diff == 0
-    }
 }

@@ -5,7 +5,6 @@ import ReceiptWire
 /// Zones and shares. The one authorization rule: a caller can read a zone it owns or that is shared
 /// with it; every other zone is reported as not found, whether or not it exists.
 extension ServerCatalog {
-    static func zoneLabel(_ owner: String, _ name: String) -> String { "zone \(owner)/\(name)" }
 
     /// The zone `owner/name` as `caller` may see it; nil when absent or not readable by the caller.
     static func visibleZone(_ db: Database, owner: String, name: String, caller: Account) throws -> VisibleZone? {
@@ -30,7 +29,7 @@ extension ServerCatalog {
 
     static func requireZone(_ db: Database, owner: String, name: String, caller: Account) throws -> VisibleZone {
         guard let zone = try visibleZone(db, owner: owner, name: name, caller: caller) else {
-            throw ServerError.notFound(zoneLabel(owner, name))
+            throw ServerError.notFound(ServerRules.zoneLabel(owner, name))
         }
         return zone
     }
@@ -38,7 +37,7 @@ extension ServerCatalog {
     static func requireOwner(_ db: Database, owner: String, name: String, caller: Account) throws -> VisibleZone {
         let zone = try requireZone(db, owner: owner, name: name, caller: caller)
         guard zone.role == .owner else {
-            throw ServerError(403, "only the owner of \(zoneLabel(owner, name)) can change its sharing or delete it")
+            throw ServerError(403, "only the owner of \(ServerRules.zoneLabel(owner, name)) can change its sharing or delete it")
         }
         return zone
     }
@@ -74,7 +73,7 @@ extension ServerCatalog {
                 return false
             }
             try db.execute(sql: "INSERT INTO zones(uid, ownerID, name, seq, createdAt) VALUES (?, ?, ?, 0, ?)",
-                           arguments: [SecureRandom.hex(8), caller.id, name, Self.now()])
+                           arguments: [SecureRandom.hex(8), caller.id, name, ServerRules.now()])
             return true
         }
     }
@@ -112,7 +111,7 @@ extension ServerCatalog {
             guard let target = try Int64.fetchOne(db, sql: "SELECT id FROM accounts WHERE name = ?", arguments: [account]) else {
                 throw ServerError.notFound("account \(account)")
             }
-            guard target != caller.id else { throw ServerError.bad("the owner of \(Self.zoneLabel(owner, name)) cannot share it with itself") }
+            guard target != caller.id else { throw ServerError.bad("the owner of \(ServerRules.zoneLabel(owner, name)) cannot share it with itself") }
             try db.execute(sql: "INSERT OR REPLACE INTO shares(zoneID, accountID, role) VALUES (?, ?, ?)",
                            arguments: [zone.id, target, role.rawValue])
             // The zone's texts become readable to the participant: its vaults ask again.

@@ -3,7 +3,7 @@ import ReceiptWire
 
 /// What the web view needs of a server catalog beyond the sync API's operations: password checks,
 /// sessions and the list's reads. Both catalogs implement it (the embedded SQLite one in
-/// WebAccounts.swift and WebQueries.swift, PostgreSQL's in PostgresServerStore+Web.swift), under
+/// Store/SQLite/ServerCatalog+Web*.swift, PostgreSQL's in PostgresServerStore+Web.swift), under
 /// the same `requireZone` rule as the sync API.
 protocol WebStore: ServerStore {
     /// The account when `password` is its web password, else nil (an unknown account costs the same).

@@ -2,7 +2,7 @@ import PostgresNIO
 
 /// The web list's word search in PostgreSQL (schema version 4): `web_rows.search`, a tsvector of the
 /// row's words and the text of its blobs, GIN-indexed, kept by triggers in the writer's transaction
-/// as the embedded catalog keeps `webSearch` (WebSearch.swift): a row of `web_rows` written (every
+/// as the embedded catalog keeps `webSearch`: a row of `web_rows` written (every
 /// write of `records` makes one), a blob added to or removed from a record, a text arriving for a
 /// blob (every record referencing it is rewritten).
 ///

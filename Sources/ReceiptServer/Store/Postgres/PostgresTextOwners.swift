@@ -1,7 +1,7 @@
 import PostgresNIO
 
 /// Schema version 6: texts per zone owner, and the bytes of each zone's records, as the embedded
-/// catalog's migration "server-texts-per-owner" (ServerCatalog+TextOwners.swift, which says why):
+/// catalog's migration "server-texts-per-owner" (the SQLite store's, which says why):
 /// every existing text copied to each owner of a zone referencing its blob, the texts of blobs no
 /// record references kept aside, untouched, in `blob_texts_unowned` until gc collects their blob,
 /// and every search document reading its zone owner's texts only.

@@ -2,7 +2,7 @@ import BlobStore
 import PostgresNIO
 
 /// `receipt server gc` over PostgreSQL, safe while any number of server processes run: the same
-/// plan-then-execute as the embedded catalog's (ServerGC.swift). Each planned blob is checked again
+/// plan-then-execute as the embedded catalog's (GCRules.swift). Each planned blob is checked again
 /// with its row locked (`FOR UPDATE`), its rows deleted and its file unlinked before the commit.
 /// An upload on any process records the blob (`INSERT … ON CONFLICT DO UPDATE touched_at`, which
 /// waits on that lock) before it renames the file into place, so it either touched the blob before
@@ -10,9 +10,9 @@ import PostgresNIO
 /// a push finds the row gone and asks for the blob again.
 extension PostgresServerStore {
     public func collectGarbage(graceSeconds: Int64, dryRun: Bool) async throws -> ServerGCReport {
-        let lock = try ServerCatalog.gcLock(blobs.root)
+        let lock = try ServerRules.gcLock(blobs.root)
         defer { lock.close() }
-        let cutoff = Self.now() - graceSeconds * 1000
+        let cutoff = ServerRules.now() - graceSeconds * 1000
         var report = ServerGCReport(dryRun: dryRun)
         let planned = try await transaction { db in
             try await db.rows("""
@@ -38,7 +38,7 @@ extension PostgresServerStore {
             let store = blobs
             var rest = planned[...]
             while !rest.isEmpty {
-                let batch = Array(rest.prefix(ServerCatalog.gcBatch))
+                let batch = Array(rest.prefix(ServerRules.gcBatch))
                 rest = rest.dropFirst(batch.count)
                 report.blobs += try await transaction { db in
                     var removed: [ServerGCReport.Blob] = []
@@ -59,7 +59,7 @@ extension PostgresServerStore {
                 }
             }
         }
-        ServerCatalog.finish(&report, blobs: blobs, cutoff: cutoff, dryRun: dryRun)
+        ServerRules.finish(&report, blobs: blobs, cutoff: cutoff, dryRun: dryRun)
         return report
     }
 }

@@ -35,7 +35,7 @@ extension PostgresServerStore {
     static func requireZone(_ db: PostgresConnection, owner: String, name: String, caller: Account,
                             lock: Bool = false) async throws -> VisibleZone {
         guard let zone = try await visibleZone(db, owner: owner, name: name, caller: caller, lock: lock) else {
-            throw ServerError.notFound(ServerCatalog.zoneLabel(owner, name))
+            throw ServerError.notFound(ServerRules.zoneLabel(owner, name))
         }
         return zone
     }
@@ -43,7 +43,7 @@ extension PostgresServerStore {
     static func requireOwner(_ db: PostgresConnection, owner: String, name: String, caller: Account) async throws -> VisibleZone {
         let zone = try await requireZone(db, owner: owner, name: name, caller: caller)
         guard zone.role == .owner else {
-            throw ServerError(403, "only the owner of \(ServerCatalog.zoneLabel(owner, name)) can change its sharing or delete it")
+            throw ServerError(403, "only the owner of \(ServerRules.zoneLabel(owner, name)) can change its sharing or delete it")
         }
         return zone
     }
@@ -72,7 +72,7 @@ extension PostgresServerStore {
         }
         return try await transaction { db in
             try await db.run("""
-                INSERT INTO zones(uid, owner_id, name, seq, created_at) VALUES (\(SecureRandom.hex(8)), \(caller.id), \(name), 0, \(Self.now()))
+                INSERT INTO zones(uid, owner_id, name, seq, created_at) VALUES (\(SecureRandom.hex(8)), \(caller.id), \(name), 0, \(ServerRules.now()))
                 ON CONFLICT (owner_id, name) DO NOTHING RETURNING id
                 """) > 0
         }
@@ -106,7 +106,7 @@ extension PostgresServerStore {
                 throw ServerError.notFound("account \(account)")
             }
             guard target != caller.id else {
-                throw ServerError.bad("the owner of \(ServerCatalog.zoneLabel(owner, name)) cannot share it with itself")
+                throw ServerError.bad("the owner of \(ServerRules.zoneLabel(owner, name)) cannot share it with itself")
             }
             try await db.run("""
                 INSERT INTO shares(zone_id, account_id, role) VALUES (\(zone.id), \(target), \(role.rawValue))
@@ -131,7 +131,7 @@ extension PostgresServerStore {
         }
     }
 
-    // MARK: Quotas (the rules of ServerCatalog+Quota.swift)
+    // MARK: Quotas (the same rules as the SQLite store's)
 
     static func usage(_ db: PostgresConnection, accountID: Int64) async throws -> StorageUse {
         guard let row = try await db.rows("""

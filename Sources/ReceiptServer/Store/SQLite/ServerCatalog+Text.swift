@@ -63,7 +63,7 @@ extension ServerCatalog {
                 let owners = try text.sha256.map { try Self.textOwners(db, blob: $0, caller: caller) } ?? []
                 if owners.isEmpty { refused.append(text.sha256 ?? "") } else { kept.append((text, owners)) }
             }
-            let now = Self.now()
+            let now = ServerRules.now()
             try Self.withinQuota(db, accountIDs: kept.flatMap(\.owners)) {
                 var stored: [(owner: Int64, blob: String)] = []
                 for (text, owners) in kept {

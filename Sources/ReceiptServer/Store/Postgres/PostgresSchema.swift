@@ -149,7 +149,7 @@ enum PostgresSchema {
                 CHECK ((text IS NULL) <> (failure IS NULL)))
             """,
         ],
-        // Version 4: each account's text counter (ServerCatalog+Text.swift, "server-v5-text-seq").
+        // Version 4: each account's text counter (the SQLite store's migration "server-v5-text-seq").
         [
             """
             CREATE TABLE text_seqs (

@@ -52,7 +52,7 @@ extension ServerCatalog {
     /// blobs would take the caller past its quota.
     public func registerUploads(_ blobs: [(id: BlobID, size: Int64)], caller: Account) async throws {
         try await pool.write { db in
-            let now = Self.now() + uploadReservationMilliseconds
+            let now = ServerRules.now() + uploadReservationMilliseconds
             try Self.withinQuota(db, accountID: caller.id) {
                 for blob in blobs {
                     try db.cachedStatement(sql: """
@@ -71,7 +71,7 @@ extension ServerCatalog {
         try await pool.write { db in
             for id in ids {
                 try db.cachedStatement(sql: "UPDATE blobs SET touchedAt = ? WHERE sha256 = ?")
-                    .execute(arguments: [Self.now(), id.hex])
+                    .execute(arguments: [ServerRules.now(), id.hex])
             }
         }
     }
@@ -102,7 +102,7 @@ extension ServerCatalog {
         return try await pool.write { db in
             let zone = try Self.requireZone(db, owner: owner, name: name, caller: caller)
             guard zone.role != .read else {
-                throw ServerError(403, "the account \(caller.name) has read-only access to \(Self.zoneLabel(owner, name)): its changes were refused")
+                throw ServerError(403, "the account \(caller.name) has read-only access to \(ServerRules.zoneLabel(owner, name)): its changes were refused")
             }
             // The records' blobs count against the zone's owner: a push that would take the owner
             // past its quota is refused whole (507) and nothing of it is kept.
@@ -190,7 +190,7 @@ extension ServerCatalog {
                     throw ServerError.bad("the change token \(since) is malformed")
                 }
                 guard parts[0] == zone.uid else {
-                    throw ServerError(410, "the change token \(since) belongs to an earlier \(Self.zoneLabel(owner, name)): pull again from the start")
+                    throw ServerError(410, "the change token \(since) belongs to an earlier \(ServerRules.zoneLabel(owner, name)): pull again from the start")
                 }
                 after = n
             }

@@ -1,7 +1,7 @@
 import PostgresNIO
 import ReceiptWire
 
-/// Extracted text in PostgreSQL (the rules of ServerCatalog+Text.swift: texts per zone owner).
+/// Extracted text in PostgreSQL (texts per zone owner, as in the SQLite store).
 extension PostgresServerStore {
     static func textOwners(_ db: PostgresConnection, blob: String, caller: Account) async throws -> [Int64] {
         try await db.rows("""
@@ -13,7 +13,7 @@ extension PostgresServerStore {
     }
 
     public func putTexts(_ texts: [WireText], version: String, caller: Account) async throws -> [String] {
-        let now = Self.now()
+        let now = ServerRules.now()
         return try await transaction { db in
             var refused: [String] = []
             var kept: [(text: WireText, owners: [Int64])] = []
@@ -44,7 +44,7 @@ extension PostgresServerStore {
     }
 
     /// The counters of the owners of new texts and of the participants of their zones referencing
-    /// the blob, once each, in account order (see ServerCatalog.bumpTextReaders).
+    /// the blob, once each, in account order (as the SQLite store does).
     static func bumpTextReaders(_ db: PostgresConnection, of stored: [(owner: Int64, blob: String)]) async throws {
         var readers = Set(stored.map(\.owner))
         for (owner, blob) in stored {
@@ -91,7 +91,7 @@ extension PostgresServerStore {
         try await transaction { db in
             var answer = WireTextFetchResponse(texts: [], more: false)
             var bytes = 0
-            // As ServerCatalog.texts: the caller's own text first, else the smallest owner's it reads.
+            // As the SQLite store: the caller's own text first, else the smallest owner's it reads.
             for blob in blobs {
                 guard let row = try await db.rows("""
                     SELECT t.text, t.failure FROM blob_texts t

@@ -13,28 +13,28 @@ extension PostgresServerStore {
 
     static func insertToken(_ db: PostgresConnection, accountID: Int64, label: String) async throws -> String {
         let token = SecureRandom.hex(32)
-        let hash = ServerCatalog.tokenHash(token)
+        let hash = ServerRules.tokenHash(token)
         try await db.run("""
-            INSERT INTO tokens(account_id, label, token_hash, created_at) VALUES (\(accountID), \(label), \(hash), \(now()))
+            INSERT INTO tokens(account_id, label, token_hash, created_at) VALUES (\(accountID), \(label), \(hash), \(ServerRules.now()))
             """)
         return token
     }
 
     public func addAccount(_ name: String, quota: Int64?) async throws -> String {
-        try ServerCatalog.checkName(name, "account name")
+        try ServerRules.checkName(name, "account name")
         return try await transaction { db in
             guard let id = try await db.value("""
-                INSERT INTO accounts(name, quota, created_at) VALUES (\(name), \(quota), \(Self.now()))
+                INSERT INTO accounts(name, quota, created_at) VALUES (\(name), \(quota), \(ServerRules.now()))
                 ON CONFLICT (name) DO NOTHING RETURNING id
                 """, as: Int64.self) else {
                 throw ServerError(409, "the account \(name) already exists")
             }
-            return try await Self.insertToken(db, accountID: id, label: ServerCatalog.defaultTokenLabel)
+            return try await Self.insertToken(db, accountID: id, label: ServerRules.defaultTokenLabel)
         }
     }
 
     public func addToken(account name: String, label: String) async throws -> String {
-        try ServerCatalog.checkName(label, "token label")
+        try ServerRules.checkName(label, "token label")
         return try await transaction { db in
             let id = try await Self.accountID(db, name)
             if try await db.value("SELECT 1 FROM tokens WHERE account_id = \(id) AND label = \(label)", as: Int32.self) != nil {
@@ -45,7 +45,7 @@ extension PostgresServerStore {
     }
 
     public func rotateToken(account name: String, label: String?) async throws -> String {
-        if let label { try ServerCatalog.checkName(label, "token label") }
+        if let label { try ServerRules.checkName(label, "token label") }
         return try await transaction { db in
             let id = try await Self.accountID(db, name)
             if let label {
@@ -54,7 +54,7 @@ extension PostgresServerStore {
             } else {
                 try await db.run("DELETE FROM tokens WHERE account_id = \(id)")
             }
-            return try await Self.insertToken(db, accountID: id, label: label ?? ServerCatalog.defaultTokenLabel)
+            return try await Self.insertToken(db, accountID: id, label: label ?? ServerRules.defaultTokenLabel)
         }
     }
 
@@ -73,7 +73,7 @@ extension PostgresServerStore {
         }
     }
 
-    public func removeAccount(_ name: String, deleteZones: Bool) async throws -> ServerCatalog.RemovedAccount {
+    public func removeAccount(_ name: String, deleteZones: Bool) async throws -> RemovedAccount {
         try await transaction { db in
             let id = try await Self.accountID(db, name)
             let shared = try await db.rows("""
@@ -90,22 +90,22 @@ extension PostgresServerStore {
             try await db.run("DELETE FROM possessions WHERE account_id = \(id)")
             let revoked = try await db.run("DELETE FROM tokens WHERE account_id = \(id) RETURNING id")
             try await db.run("DELETE FROM accounts WHERE id = \(id)")
-            return ServerCatalog.RemovedAccount(account: name, deletedZones: zones, removedShares: removedShares, revokedTokens: revoked)
+            return RemovedAccount(account: name, deletedZones: zones, removedShares: removedShares, revokedTokens: revoked)
         }
     }
 
-    public func accounts() async throws -> [ServerCatalog.AccountSummary] {
+    public func accounts() async throws -> [AccountSummary] {
         try await transaction { db in
-            var summaries: [ServerCatalog.AccountSummary] = []
+            var summaries: [AccountSummary] = []
             for row in try await db.rows("SELECT id, name, quota FROM accounts ORDER BY name") {
                 let (id, name, quota) = try row.decode((Int64, String, Int64?).self)
                 let tokens = try await db.rows("SELECT label, created_at FROM tokens WHERE account_id = \(id) ORDER BY label")
                     .map { row in
                         let (label, createdAt) = try row.decode((String, Int64).self)
-                        return ServerCatalog.AccountSummary.Token(label: label, createdAt: createdAt)
+                        return AccountSummary.Token(label: label, createdAt: createdAt)
                     }
                 let zones = try await db.rows("SELECT name FROM zones WHERE owner_id = \(id) ORDER BY name").map { try $0.decode(String.self) }
-                summaries.append(ServerCatalog.AccountSummary(account: name, quota: quota, used: try await Self.usage(db, accountID: id),
+                summaries.append(AccountSummary(account: name, quota: quota, used: try await Self.usage(db, accountID: id),
                                                               zones: zones, tokens: tokens))
             }
             return summaries
@@ -114,7 +114,7 @@ extension PostgresServerStore {
 
     public func authenticate(token: String) async throws -> Account? {
         guard token.utf8.count == 64, WireName.isValidBlobAddress(token) else { return nil }
-        let presented = ServerCatalog.tokenHash(token)
+        let presented = ServerRules.tokenHash(token)
         let found: (Account, String)? = try await transaction { db in
             guard let row = try await db.rows("""
                 SELECT a.id, a.name, t.id, t.token_hash FROM tokens t JOIN accounts a ON a.id = t.account_id
@@ -124,7 +124,7 @@ extension PostgresServerStore {
             return (Account(id: id, name: name, tokenID: tokenID), stored)
         }
         guard let (account, stored) = found,
-              ServerCatalog.constantTimeEqual(Array(stored.utf8), Array(presented.utf8)) else { return nil }
+              ServerRules.constantTimeEqual(Array(stored.utf8), Array(presented.utf8)) else { return nil }
         return account
     }
 }
