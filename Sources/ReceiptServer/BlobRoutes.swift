@@ -13,7 +13,7 @@ struct BlobRoutes {
         group.post("blobs/want") { request, context in
             let body = try await request.decodeJSON(WireWantRequest.self, limit: limits.maxSmallJSON)
             guard body.blobs.count <= WireProtocol.maxWantBlobs else {
-                throw ServerError(413, "at most \(WireProtocol.maxWantBlobs) addresses per request, not \(body.blobs.count)")
+                throw ServerError(.tooLarge, "at most \(WireProtocol.maxWantBlobs) addresses per request, not \(body.blobs.count)")
             }
             return try jsonResponse(WireWantResponse(want: try await catalog.want(body.blobs, caller: context.caller())))
         }
@@ -40,7 +40,7 @@ struct BlobRoutes {
             let caller = try context.caller()
             let body = try await request.decodeJSON(WireFetchRequest.self, limit: limits.maxSmallJSON)
             guard body.blobs.count <= WireBundle.maxBlobs else {
-                throw ServerError(413, "at most \(WireBundle.maxBlobs) blobs per bundle, not \(body.blobs.count)")
+                throw ServerError(.tooLarge, "at most \(WireBundle.maxBlobs) blobs per bundle, not \(body.blobs.count)")
             }
             var ids: [BlobID] = []
             for hex in body.blobs {
@@ -101,7 +101,7 @@ struct BlobRoutes {
         for try await buffer in body where refusal == nil {
             total += Int64(buffer.readableBytes)
             if total > limits.maxBundleSize {
-                refusal = ServerError(413, "the bundle is larger than the server's limit of \(limits.maxBundleSize) bytes")
+                refusal = ServerError(.tooLarge, "the bundle is larger than the server's limit of \(limits.maxBundleSize) bytes")
                 continue
             }
             do {
@@ -112,7 +112,7 @@ struct BlobRoutes {
                             let id = BlobID(digest: digest)
                             begun += 1
                             guard begun <= WireBundle.maxBlobs else {
-                                throw ServerError(413, "at most \(WireBundle.maxBlobs) blobs per bundle")
+                                throw ServerError(.tooLarge, "at most \(WireBundle.maxBlobs) blobs per bundle")
                             }
                             try checkSize(length, of: id)
                             current = (id, try catalog.blobs.incoming())
@@ -143,7 +143,7 @@ struct BlobRoutes {
 
     func checkSize(_ size: Int64, of id: BlobID) throws {
         if size > limits.maxBlobSize {
-            throw ServerError(413, "blob \(id) is larger than the server's limit of \(limits.maxBlobSize) bytes")
+            throw ServerError(.tooLarge, "blob \(id) is larger than the server's limit of \(limits.maxBlobSize) bytes")
         }
     }
 
@@ -151,7 +151,7 @@ struct BlobRoutes {
         do {
             return try incoming.finish(expected: expected)
         } catch BlobError.mismatch(_, let actual) {
-            throw ServerError(422, "the uploaded bytes hash to \(actual), not to \(expected): the blob was not kept")
+            throw ServerError(.unprocessable, "the uploaded bytes hash to \(actual), not to \(expected): the blob was not kept")
         }
     }
 
@@ -236,7 +236,7 @@ struct OutgoingPieces {
         var extra: UInt8 = 0
         let longer = try withUnsafeMutableBytes(of: &extra) { try file.read(into: $0) } > 0
         guard read == size, !longer, hasher.map({ $0.finalize() == id }) ?? true else {
-            throw ServerError(500, "blob \(id) is corrupt on the server")
+            throw ServerError(.failed, "blob \(id) is corrupt on the server")
         }
     }
 }

@@ -19,7 +19,7 @@ enum DeclaredTypes {
     static func check(_ head: [UInt8], declared: String, what: String) throws {
         try head.withUnsafeBytes { bytes in
             guard !MediaType.contradicts(head: bytes, declared: declared) else {
-                throw ServerError(415, "\(what) is declared \(MediaType.essence(declared)) but its bytes are "
+                throw ServerError(.unsupportedType, "\(what) is declared \(MediaType.essence(declared)) but its bytes are "
                                   + "\(MediaType.describe(head: bytes)): it was refused")
             }
         }

@@ -87,7 +87,7 @@ extension Request {
     /// is then closed unless the body ends within `SlowClientGuard.linger`.
     func refuseBodyOver(_ limit: Int64) throws {
         guard let length = headers[.contentLength].flatMap({ Int64($0) }), length > limit else { return }
-        throw ServerError(413, "the request body of \(length) bytes is larger than the limit of \(limit) bytes for this route")
+        throw ServerError(.tooLarge, "the request body of \(length) bytes is larger than the limit of \(limit) bytes for this route")
     }
 }
 

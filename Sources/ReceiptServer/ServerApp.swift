@@ -28,17 +28,37 @@ public struct ServerContext: RequestContext {
     }
 
     func caller() throws -> Account {
-        guard let account else { throw ServerError(401, "a valid bearer token is required") }
+        guard let account else { throw ServerError(.unauthenticated, "a valid bearer token is required") }
         return account
     }
 }
 
 extension ServerError: HTTPResponseError {
+    /// The HTTP status of each kind of refusal: the one place the server's refusals meet HTTP.
+    public var code: Int {
+        switch kind {
+        case .invalid: 400
+        case .unauthenticated: 401
+        case .forbidden: 403
+        case .notFound: 404
+        case .conflict: 409
+        case .gone: 410
+        case .tooLarge: 413
+        case .unsupportedType: 415
+        case .unprocessable: 422
+        case .upgradeRequired: 426
+        case .tooManyRequests: 429
+        case .overQuota: 507
+        case .failed: 500
+        case .framework(let status): status
+        }
+    }
+
     public var status: HTTPResponse.Status { HTTPResponse.Status(code: code) }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var headers: HTTPFields = [.contentType: "application/json"]
-        if code == 401 { headers[.wwwAuthenticate] = "Bearer" }
+        if kind == .unauthenticated { headers[.wwwAuthenticate] = "Bearer" }
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         let body = (try? JSONEncoder().encode(WireError(error: message))) ?? Data()
         return Response(status: status, headers: headers,
@@ -58,11 +78,11 @@ struct AuthMiddleware: RouterMiddleware {
         guard path == "/v1" || path.hasPrefix("/v1/") else { return try await next(request, context) }
         guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
               let account = try await catalog.authenticate(token: String(header.dropFirst(7))) else {
-            throw ServerError(401, "a valid bearer token is required")
+            throw ServerError(.unauthenticated, "a valid bearer token is required")
         }
         context.note.account.withLockedValue { $0 = account.name }
         if let wait = limiter?.take(account.tokenID) {
-            var refusal = ServerError(429, "too many requests with this token: retry after \(wait) s")
+            var refusal = ServerError(.tooManyRequests, "too many requests with this token: retry after \(wait) s")
             refusal.retryAfter = wait
             throw refusal
         }
@@ -81,12 +101,12 @@ struct ErrorMiddleware: RouterMiddleware {
         } catch let error as ServerError {
             throw error
         } catch let error as HTTPError {
-            throw ServerError(Int(error.status.code), error.body ?? "the request was refused (\(error.status.code))")
+            throw ServerError(.framework(Int(error.status.code)), error.body ?? "the request was refused (\(error.status.code))")
         } catch is DecodingError {
-            throw ServerError(400, "the request body is not valid JSON of the expected shape")
+            throw ServerError(.invalid, "the request body is not valid JSON of the expected shape")
         } catch {
             context.logger.error("request failed: \(String(describing: error))")
-            throw ServerError(500, "the server failed to handle the request")
+            throw ServerError(.failed, "the server failed to handle the request")
         }
     }
 }
@@ -273,7 +293,7 @@ extension Request {
         do {
             buffer = try await body.collect(upTo: limit)
         } catch is NIOTooManyBytesError {
-            throw ServerError(413, "the request body is larger than the limit of \(limit) bytes for this route")
+            throw ServerError(.tooLarge, "the request body is larger than the limit of \(limit) bytes for this route")
         }
         do {
             return try JSONDecoder().decode(type, from: buffer)

@@ -112,23 +112,9 @@ public enum ServerBackup {
             problems.append("the backup holds \(blobs) blob(s) of \(bytes) bytes; its manifest says \(manifest.blobs) of \(manifest.blobBytes)")
         }
         if manifest.catalog == "sqlite" && problems.isEmpty {
-            problems += try checkSQLiteCatalog(catalogPath, blobs: present)
+            problems += try ServerCatalog.checkBackupCopy(catalogPath, blobs: present)
         }
         return (manifest, problems)
-    }
-
-    /// The SQLite copy reads whole, and every blob one of its records references is in the backup.
-    static func checkSQLiteCatalog(_ path: String, blobs: Set<String>) throws -> [String] {
-        var config = Configuration()
-        config.readonly = true
-        let queue = try DatabaseQueue(path: path, configuration: config)
-        defer { try? queue.close() }
-        return try queue.read { db in
-            let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
-            if integrity != ["ok"] { return ["\(path) fails SQLite's integrity check: \(integrity.prefix(3).joined(separator: "; "))"] }
-            let referenced = try String.fetchAll(db, sql: "SELECT DISTINCT sha256 FROM recordBlobs ORDER BY sha256")
-            return referenced.filter { !blobs.contains($0) }.map { "blob \($0), which a record references, is missing from the backup" }
-        }
     }
 
     /// Restores the backup at `source` into the new data folder `dataPath` (absent or empty) and,
@@ -148,8 +134,7 @@ public enum ServerBackup {
         }
         try refuseNonEmpty(dataPath, doing: "restore into")
         if case .postgres(let url) = database {
-            let tables = try runPostgresTool("psql", ["-X", "-A", "-t", "-c",
-                "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"], url: url)
+            let tables = try runPostgresTool("psql", ["-X", "-A", "-t", "-c", PostgresServerStore.countTablesSQL], url: url)
             if tables.trimmingCharacters(in: .whitespacesAndNewlines) != "0" {
                 throw ServerError.bad("refusing to restore into the database \(url): it is not empty")
             }
@@ -276,7 +261,7 @@ public enum ServerBackup {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("receipt-\(name)-\(getpid())-\(UInt64.random(in: 0...UInt64.max))").path
         defer { try? FileSystem.remove(output) }
         let outcome = ToolRun.run(executable, args, in: "/", stdoutPath: output, limits: toolLimits, environment: environment)
-        guard outcome.succeeded else { throw ServerError(500, "\(name) on \(url) \(outcome.reason)") }
+        guard outcome.succeeded else { throw ServerError(.failed, "\(name) on \(url) \(outcome.reason)") }
         return (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
     }
 }

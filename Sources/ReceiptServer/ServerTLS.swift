@@ -145,7 +145,7 @@ public struct MadeCertificate: Sendable {
                 try FileSystem.rename(staging, path)
             } catch let error as PathError {
                 try? FileSystem.remove(staging)
-                throw ServerError(500, "cannot write \(path): \(error.message)")
+                throw ServerError(.failed, "cannot write \(path): \(error.message)")
             }
         }
     }

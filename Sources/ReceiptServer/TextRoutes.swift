@@ -33,7 +33,7 @@ struct TextRoutes {
             let caller = try context.caller()
             let body = try await request.decodeJSON(WireTextPut.self, limit: limits.maxPushBody)
             guard body.texts.count <= WireTextPut.maxTexts else {
-                throw ServerError(413, "at most \(WireTextPut.maxTexts) texts per upload, not \(body.texts.count)")
+                throw ServerError(.tooLarge, "at most \(WireTextPut.maxTexts) texts per upload, not \(body.texts.count)")
             }
             try checkVersion(body.version)
             try checkKnown(body.version)
@@ -47,7 +47,7 @@ struct TextRoutes {
                 bytes += WireTextPut.weight(text)
             }
             guard body.texts.count == 1 || bytes <= WireTextPut.maxBatchBytes else {
-                throw ServerError(413, "the texts of one upload are longer than the server's limit of \(WireTextPut.maxBatchBytes) bytes "
+                throw ServerError(.tooLarge, "the texts of one upload are longer than the server's limit of \(WireTextPut.maxBatchBytes) bytes "
                     + "together (a text alone may have \(WireText.maxBytes))")
             }
             return try jsonResponse(WireTextPutResponse(refused: try await catalog.putTexts(body.texts, version: body.version, caller: caller)))
@@ -70,7 +70,7 @@ struct TextRoutes {
     func checked(_ request: Request) async throws -> WireTextRequest {
         let body = try await request.decodeJSON(WireTextRequest.self, limit: limits.maxSmallJSON)
         guard body.blobs.count <= WireTextRequest.maxBlobs else {
-            throw ServerError(413, "at most \(WireTextRequest.maxBlobs) addresses per request, not \(body.blobs.count)")
+            throw ServerError(.tooLarge, "at most \(WireTextRequest.maxBlobs) addresses per request, not \(body.blobs.count)")
         }
         try checkVersion(body.version)
         for blob in body.blobs where !WireName.isValidBlobAddress(blob) {
@@ -81,7 +81,7 @@ struct TextRoutes {
 
     func checkLength(_ text: WireText) throws {
         guard (text.text?.utf8.count ?? 0) <= WireText.maxBytes else {
-            throw ServerError(413, "the text is longer than the server's limit of \(WireText.maxBytes) bytes")
+            throw ServerError(.tooLarge, "the text is longer than the server's limit of \(WireText.maxBytes) bytes")
         }
     }
 
@@ -110,7 +110,7 @@ struct RevisionMiddleware: RouterMiddleware {
         let sent = request.headers[Self.header]
         let revision = sent.flatMap { Int($0) } ?? (sent == nil ? 2 : 0)
         guard revision >= WireProtocol.minimumClientRevision else {
-            throw ServerError(426, "this server speaks receipt sync protocol revision \(WireProtocol.revision) and serves clients "
+            throw ServerError(.upgradeRequired, "this server speaks receipt sync protocol revision \(WireProtocol.revision) and serves clients "
                 + "of revision \(WireProtocol.minimumClientRevision) or later; this client is of revision \(sent ?? "?"): "
                 + "upgrade receipt on this machine")
         }

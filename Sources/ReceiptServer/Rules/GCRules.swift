@@ -44,12 +44,12 @@ extension ServerRules {
     }
 
     /// Opens `path` and takes its flock without waiting: the descriptor, to close when done, or a
-    /// 409 saying `held` when another process has it. An error opening or locking (a file system
+    /// conflict saying `held` when another process has it. An error opening or locking (a file system
     /// without flock) is thrown as it is, naming the file, rather than blamed on another holder.
     static func exclusiveLock(_ path: String, held: String) throws -> FileDescriptor {
         let fd = try FileDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o600)
         do {
-            guard try fd.tryLock() else { throw ServerError(409, held) }
+            guard try fd.tryLock() else { throw ServerError(.conflict, held) }
             return fd
         } catch {
             fd.close()

@@ -34,7 +34,7 @@ extension ServerRules {
                 }
             }
         }
-        guard ok == 1 else { throw ServerError(500, "the password could not be hashed (libcrypto failed)") }
+        guard ok == 1 else { throw ServerError(.failed, "the password could not be hashed (libcrypto failed)") }
         return out
     }
 

@@ -49,7 +49,7 @@ public protocol ServerStore: AnyObject, Sendable {
     /// Keeps each text (its `sha256` set) for every owner of a zone the caller can read that
     /// references the blob, unless that owner has one of that blob and version already (the first
     /// stays), in one transaction with one move of each reader's counter; returns the addresses
-    /// refused because the caller cannot read a zone referencing the blob. 507, keeping nothing,
+    /// refused because the caller cannot read a zone referencing the blob. Over quota, keeping nothing,
     /// when the texts would take an owner past its quota.
     func putTexts(_ texts: [WireText], version: String, caller: Account) async throws -> [String]
     func textWant(_ blobs: [String], version: String, caller: Account) async throws -> [String]
@@ -68,7 +68,7 @@ extension ServerCatalog: ServerStore {}
 let uploadReservationMilliseconds: Int64 = 3_600_000
 
 extension ServerStore {
-    /// `PUT /v1/text/{sha256}/{version}`: one text; 404 when the caller cannot read the blob.
+    /// `PUT /v1/text/{sha256}/{version}`: one text; not found when the caller cannot read the blob.
     func putText(_ sha256: String, version: String, _ text: WireText, caller: Account) async throws {
         let refused = try await putTexts([WireText(sha256: sha256, text: text.text, failed: text.failed)], version: version,
                                          caller: caller)
@@ -76,7 +76,7 @@ extension ServerStore {
     }
 
     /// The one write order of every upload (sync or web): record possession and reserve the rows
-    /// (quota checked, 507), install the verified files durably, then end the reservation.
+    /// (quota checked), install the verified files durably, then end the reservation.
     func installUploads(_ staged: [StagedBlob], caller: Account) async throws {
         try await registerUploads(staged.map { ($0.id, $0.size) }, caller: caller)
         _ = try blobs.install(staged)
@@ -111,7 +111,7 @@ public enum ServerDatabase: Sendable, Equatable {
             try store.prepare()
             return store
         } catch let error as PathError {
-            throw ServerError(500, "the server data folder \(dataPath) cannot be prepared: \(error.description)")
+            throw ServerError(.failed, "the server data folder \(dataPath) cannot be prepared: \(error.description)")
         }
     }
 

@@ -24,3 +24,11 @@ protocol WebStore: ServerStore {
 
 extension ServerCatalog: WebStore {}
 extension PostgresServerStore: WebStore {}
+
+extension WebFilter {
+    /// The list's order, for both catalogs: `newestDate` sorts by date descending, undated last
+    /// (each database says it its own way, as its index does), `added` is the creation time column.
+    func order(newestDate: String, added: String) -> String {
+        byDate ? "\(newestDate), \(added) DESC" : "\(added) DESC, \(newestDate)"
+    }
+}

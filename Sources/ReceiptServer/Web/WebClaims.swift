@@ -73,7 +73,7 @@ extension WebRoutes {
         return try await form(request, context: context) { session, fields, ids in
             let zone = try await catalog.webZone(owner: owner, name: name, caller: session.account)
             guard zone.role != .read else {
-                throw ServerError(403, "the account \(session.account.name) may read \(owner)/\(name) but not edit its receipts")
+                throw ServerError(.forbidden, "the account \(session.account.name) may read \(owner)/\(name) but not edit its receipts")
             }
             guard !ids.isEmpty else { throw ServerError.bad("no receipt was selected: tick the receipts to change first") }
             guard ids.count <= WebClaimFields.maxBulk else {
@@ -96,7 +96,7 @@ extension WebRoutes {
                 throw ServerError.bad((refused.error ?? "the change was refused") + " (\(saved) of the \(records.count) receipts were saved)")
             }
             guard saved == records.count else {
-                throw ServerError(409, "\(records.count - saved) of the \(records.count) receipts were changed by someone else "
+                throw ServerError(.conflict, "\(records.count - saved) of the \(records.count) receipts were changed by someone else "
                     + "meanwhile; \(saved) were saved: open the list again and redo the change for the others")
             }
             return redirect(Self.zonePath(owner, name))

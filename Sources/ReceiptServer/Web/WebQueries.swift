@@ -1,6 +1,5 @@
 import BlobStore
 import Foundation
-import GRDB
 import ReceiptWire
 
 /// What the receipt list is filtered by (every field optional).
@@ -16,12 +15,6 @@ struct WebFilter: Sendable {
     /// The receipt's own date, newest first (undated last), instead of the newest added first: a
     /// photo uploaded without a date is then not on the last page.
     var byDate = false
-
-    /// The list's order, for both catalogs: `newestDate` sorts by date descending, undated last
-    /// (each database says it its own way, as its index does), `added` is the creation time column.
-    func order(newestDate: String, added: String) -> String {
-        byDate ? "\(newestDate), \(added) DESC" : "\(added) DESC, \(newestDate)"
-    }
 
     static let statuses = ["none", "submitted", "reimbursed", "denied"]
 }

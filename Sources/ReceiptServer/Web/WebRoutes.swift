@@ -154,14 +154,14 @@ struct WebRoutes {
         }
     }
 
-    static let crossSite = ServerError(403, "this form was refused: it did not come from a page of this server in a signed-in session (sign in again and resend it)")
+    static let crossSite = ServerError(.forbidden, "this form was refused: it did not come from a page of this server in a signed-in session (sign in again and resend it)")
 
     static func formFields(_ request: Request) async throws -> (fields: [String: String], ids: [String]) {
         let buffer: ByteBuffer
         do {
             buffer = try await request.body.collect(upTo: 64 << 10)
         } catch is NIOTooManyBytesError {
-            throw ServerError(413, "the form is larger than 64 KiB")
+            throw ServerError(.tooLarge, "the form is larger than 64 KiB")
         }
         let pairs = String(buffer: buffer).split(separator: "&", omittingEmptySubsequences: true)
         let isID = { (pair: Substring) in pair.hasPrefix("id=") }

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// The web list's word search: every word, as a word prefix, case and diacritics folded, in a
 /// receipt's metadata, file names or the text extracted from its blobs (docs/DESIGN.md, "Web view

@@ -21,7 +21,7 @@ extension WebRoutes {
             let owner = try context.name("owner"), name = try context.name("zone")
             let zone = try await catalog.webZone(owner: owner, name: name, caller: session.account)
             guard zone.role != .read else {
-                throw ServerError(403, "the account \(session.account.name) may read \(owner)/\(name) but not add receipts to it")
+                throw ServerError(.forbidden, "the account \(session.account.name) may read \(owner)/\(name) but not add receipts to it")
             }
             guard let boundary = Self.boundary(request.headers[.contentType]) else {
                 throw ServerError.bad("the upload must be sent as multipart/form-data")
@@ -36,7 +36,7 @@ extension WebRoutes {
             for try await buffer in request.body {
                 total += Int64(buffer.readableBytes)
                 guard total <= limits.maxWebUpload else {
-                    throw ServerError(413, "the upload is larger than the server's limit of \(limits.maxWebUpload) bytes")
+                    throw ServerError(.tooLarge, "the upload is larger than the server's limit of \(limits.maxWebUpload) bytes")
                 }
                 do {
                     try parser.execute(buffer)
@@ -90,7 +90,7 @@ extension WebRoutes {
     func edit(owner: String, zone name: String, id: String, fields: [String: String], session: WebSession) async throws -> Response {
         let (zone, row) = try await catalog.webReceipt(owner: owner, name: name, id: id, caller: session.account)
         guard zone.role != .read else {
-            throw ServerError(403, "the account \(session.account.name) may read \(owner)/\(name) but not edit its receipts")
+            throw ServerError(.forbidden, "the account \(session.account.name) may read \(owner)/\(name) but not edit its receipts")
         }
         let metadata = try WebMetadata(fields)
         let claims = try WebClaimFields(fields)
@@ -110,7 +110,7 @@ extension WebRoutes {
         case .saved?:
             return redirect("\(Self.zonePath(owner, name))/r/\(row.id)")
         case .conflict?:
-            throw ServerError(409, "the receipt was changed by someone else since this page was shown: open it again and redo the edit")
+            throw ServerError(.conflict, "the receipt was changed by someone else since this page was shown: open it again and redo the edit")
         default:
             throw ServerError.bad(result.results.first?.error ?? "the edit was refused")
         }
@@ -207,25 +207,25 @@ final class WebUploadReceiver {
             if filename != nil {
                 guard csrfChecked else { throw WebRoutes.crossSite }
                 if incoming == nil {
-                    guard files.count < Self.maxFiles else { throw ServerError(413, "at most \(Self.maxFiles) files per upload") }
+                    guard files.count < Self.maxFiles else { throw ServerError(.tooLarge, "at most \(Self.maxFiles) files per upload") }
                     incoming = try store.incoming()
                 }
                 guard let incoming else { return }
                 guard incoming.size + Int64(buffer.readableBytes) <= limits.maxBlobSize else {
-                    throw ServerError(413, "the file \(filename ?? "") is larger than the server's limit of \(limits.maxBlobSize) bytes")
+                    throw ServerError(.tooLarge, "the file \(filename ?? "") is larger than the server's limit of \(limits.maxBlobSize) bytes")
                 }
                 try buffer.withUnsafeReadableBytes {
                     head.take($0)
                     try incoming.append($0)
                 }
             } else {
-                guard text.count + buffer.readableBytes <= 8 << 10 else { throw ServerError(413, "a form field is longer than 8 KiB") }
+                guard text.count + buffer.readableBytes <= 8 << 10 else { throw ServerError(.tooLarge, "a form field is longer than 8 KiB") }
                 text += buffer.readableBytesView
             }
         } catch let failure as ServerError {
             error = failure
         } catch {
-            self.error = ServerError(500, "the upload could not be staged: \(error)")
+            self.error = ServerError(.failed, "the upload could not be staged: \(error)")
         }
     }
 
@@ -254,7 +254,7 @@ final class WebUploadReceiver {
                 incoming.discard()
                 error = refusal
             } catch {
-                self.error = ServerError(500, "the upload could not be staged: \(error)")
+                self.error = ServerError(.failed, "the upload could not be staged: \(error)")
             }
         } else if let name {
             let value = String(decoding: text, as: UTF8.self)

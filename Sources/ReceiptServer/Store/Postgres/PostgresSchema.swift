@@ -180,7 +180,7 @@ enum PostgresSchema {
             let found = try await db.value("SELECT max(version) FROM receipt_schema", as: Int?.self) ?? nil
             let version = found ?? 0
             guard version <= currentVersion else {
-                throw ServerError(500, "the PostgreSQL database \(store.url) has receipt schema version \(version), written by a newer "
+                throw ServerError(.failed, "the PostgreSQL database \(store.url) has receipt schema version \(version), written by a newer "
                     + "receipt (this one knows up to version \(currentVersion)): upgrade receipt; nothing was changed")
             }
             guard version < currentVersion else { return }

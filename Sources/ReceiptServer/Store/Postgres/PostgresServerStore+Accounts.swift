@@ -6,7 +6,7 @@ import ReceiptWire
 extension PostgresServerStore {
     static func accountID(_ db: PostgresConnection, _ name: String) async throws -> Int64 {
         guard let id = try await db.value("SELECT id FROM accounts WHERE name = \(name)", as: Int64.self) else {
-            throw ServerError.notFound("the account \(name)")
+            throw ServerRules.accountNotFound(name)
         }
         return id
     }
@@ -27,7 +27,7 @@ extension PostgresServerStore {
                 INSERT INTO accounts(name, quota, created_at) VALUES (\(name), \(quota), \(ServerRules.now()))
                 ON CONFLICT (name) DO NOTHING RETURNING id
                 """, as: Int64.self) else {
-                throw ServerError(409, "the account \(name) already exists")
+                throw ServerRules.accountExists(name)
             }
             return try await Self.insertToken(db, accountID: id, label: ServerRules.defaultTokenLabel)
         }
@@ -38,7 +38,7 @@ extension PostgresServerStore {
         return try await transaction { db in
             let id = try await Self.accountID(db, name)
             if try await db.value("SELECT 1 FROM tokens WHERE account_id = \(id) AND label = \(label)", as: Int32.self) != nil {
-                throw ServerError(409, "the account \(name) already has a token labelled \(label): revoke it first or pick another label")
+                throw ServerRules.tokenLabelTaken(account: name, label: label)
             }
             return try await Self.insertToken(db, accountID: id, label: label)
         }
@@ -50,7 +50,7 @@ extension PostgresServerStore {
             let id = try await Self.accountID(db, name)
             if let label {
                 let deleted = try await db.run("DELETE FROM tokens WHERE account_id = \(id) AND label = \(label) RETURNING id")
-                guard deleted > 0 else { throw ServerError.notFound("the token labelled \(label) of the account \(name)") }
+                guard deleted > 0 else { throw ServerRules.tokenNotFound(account: name, label: label) }
             } else {
                 try await db.run("DELETE FROM tokens WHERE account_id = \(id)")
             }
@@ -62,7 +62,7 @@ extension PostgresServerStore {
         try await transaction { db in
             let id = try await Self.accountID(db, name)
             let deleted = try await db.run("DELETE FROM tokens WHERE account_id = \(id) AND label = \(label) RETURNING id")
-            guard deleted > 0 else { throw ServerError.notFound("the token labelled \(label) of the account \(name)") }
+            guard deleted > 0 else { throw ServerRules.tokenNotFound(account: name, label: label) }
         }
     }
 
@@ -79,10 +79,7 @@ extension PostgresServerStore {
             let shared = try await db.rows("""
                 SELECT DISTINCT z.name FROM zones z JOIN shares s ON s.zone_id = z.id WHERE z.owner_id = \(id) ORDER BY z.name
                 """).map { try $0.decode(String.self) }
-            if !shared.isEmpty && !deleteZones {
-                throw ServerError(409, "the account \(name) owns zones shared with others (\(shared.joined(separator: ", "))): "
-                    + "unshare them first, or pass --delete-zones to delete them for everybody")
-            }
+            try ServerRules.checkRemovable(account: name, sharedZones: shared, deleteZones: deleteZones)
             let zones = try await db.rows("SELECT name FROM zones WHERE owner_id = \(id) ORDER BY name").map { try $0.decode(String.self) }
             let removedShares = try await db.run("DELETE FROM shares WHERE account_id = \(id) RETURNING zone_id")
             // Records, their blob references and the zones' shares go with the zones (ON DELETE CASCADE).
@@ -113,7 +110,7 @@ extension PostgresServerStore {
     }
 
     public func authenticate(token: String) async throws -> Account? {
-        guard token.utf8.count == 64, WireName.isValidBlobAddress(token) else { return nil }
+        guard ServerRules.isTokenShaped(token) else { return nil }
         let presented = ServerRules.tokenHash(token)
         let found: (Account, String)? = try await transaction { db in
             guard let row = try await db.rows("""
@@ -124,7 +121,7 @@ extension PostgresServerStore {
             return (Account(id: id, name: name, tokenID: tokenID), stored)
         }
         guard let (account, stored) = found,
-              ServerRules.constantTimeEqual(Array(stored.utf8), Array(presented.utf8)) else { return nil }
+              ServerRules.tokenMatches(stored: stored, presented: presented) else { return nil }
         return account
     }
 }

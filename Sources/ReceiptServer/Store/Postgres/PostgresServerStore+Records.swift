@@ -27,9 +27,7 @@ extension PostgresServerStore {
         return try await transaction { db in
             var want: [String] = []
             for blob in blobs {
-                guard let id = BlobID(hex: blob), id.hex == blob else {
-                    throw ServerError.bad("\(blob) is not a blob address (64 lowercase hex digits)")
-                }
+                let id = try ServerRules.blobAddress(blob)
                 let known = try await db.value("SELECT EXISTS (SELECT 1 FROM blobs WHERE sha256 = \(blob))", as: Bool.self) ?? false
                 let proved = try await Self.hasProvedPossession(db, blob: blob, caller: caller)
                 if !known || !store.contains(id) || !proved { want.append(blob) }
@@ -82,14 +80,10 @@ extension PostgresServerStore {
     /// record and written back before the lock is released, so tokens strictly increase per zone
     /// whichever process commits, and each base tag is compared with the committed one.
     public func push(_ request: WirePushRequest, owner: String, name: String, caller: Account) async throws -> WirePushResponse {
-        guard request.records.count <= WireProtocol.maxPushRecords else {
-            throw ServerError(413, "a push may carry at most \(WireProtocol.maxPushRecords) records, not \(request.records.count)")
-        }
+        try ServerRules.checkPushSize(request)
         return try await transaction { db in
             let zone = try await Self.requireZone(db, owner: owner, name: name, caller: caller, lock: true)
-            guard zone.role != .read else {
-                throw ServerError(403, "the account \(caller.name) has read-only access to \(ServerRules.zoneLabel(owner, name)): its changes were refused")
-            }
+            try ServerRules.requireWriter(zone, caller: caller)
             return try await Self.withinQuota(db, accountID: zone.ownerID) {
                 try await Self.apply(request, to: zone, caller: caller, db)
             }
@@ -98,58 +92,19 @@ extension PostgresServerStore {
 
     private static func apply(_ request: WirePushRequest, to zone: VisibleZone, caller: Account,
                               _ db: PostgresConnection) async throws -> WirePushResponse {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let decoder = JSONDecoder()
-        var seq = try await db.value("SELECT seq FROM zones WHERE id = \(zone.id)", as: Int64.self) ?? 0
-        var results: [WirePushResult] = []
-        var addedBytes: Int64 = 0
+        var ledger = ServerRules.PushLedger(seq: try await db.value("SELECT seq FROM zones WHERE id = \(zone.id)", as: Int64.self) ?? 0)
         for record in request.records {
-            guard WireName.isValidRecordID(record.id) else {
-                results.append(WirePushResult(id: record.id, status: .rejected, error: "\(record.id) is not a receipt id (a UUID)"))
-                continue
+            let current = try await db.rows("SELECT change_tag, payload FROM records WHERE zone_id = \(zone.id) AND id = \(record.id)").first
+                .map { try $0.decode((String, String?).self) }.map { ServerRules.StoredRecord(changeTag: $0.0, payload: $0.1) }
+            var blobs: [ServerRules.StoredBlob] = []
+            for a in record.receipt?.attachments ?? [] {
+                blobs.append(ServerRules.StoredBlob(size: try await db.value("SELECT size FROM blobs WHERE sha256 = \(a.sha256)", as: Int64.self),
+                                                    proved: try await hasProvedPossession(db, blob: a.sha256, caller: caller)))
             }
-            var replacedBytes: Int64 = 0
-            if let current = try await db.rows("SELECT change_tag, payload FROM records WHERE zone_id = \(zone.id) AND id = \(record.id)").first {
-                let (tag, payload) = try current.decode((String, String?).self)
-                replacedBytes = StorageUse.recordBytes(payload: payload)
-                if tag != record.baseTag {
-                    let receipt = try payload.map { try decoder.decode(WireReceipt.self, from: Data($0.utf8)) }
-                    results.append(WirePushResult(id: record.id, status: .conflict,
-                                                  server: WireRecord(id: record.id, changeTag: tag, receipt: receipt)))
-                    continue
-                }
-            }
-            if let receipt = record.receipt {
-                if let problem = receipt.validationError() {
-                    results.append(WirePushResult(id: record.id, status: .rejected, error: "receipt \(record.id): \(problem)"))
-                    continue
-                }
-                var refused: String?
-                for a in receipt.attachments {
-                    let size = try await db.value("SELECT size FROM blobs WHERE sha256 = \(a.sha256)", as: Int64.self)
-                    let proved = try await hasProvedPossession(db, blob: a.sha256, caller: caller)
-                    if size == nil || !proved {
-                        refused = "receipt \(record.id) references blob \(a.sha256), which must be uploaded first"
-                        break
-                    }
-                    if size != a.size {
-                        refused = "receipt \(record.id) gives blob \(a.sha256) a size of \(a.size) bytes, not \(size ?? 0)"
-                        break
-                    }
-                }
-                if let refused {
-                    results.append(WirePushResult(id: record.id, status: .rejected, error: refused))
-                    continue
-                }
-            }
-            seq += 1
-            let tag = SecureRandom.hex(8)
-            let payload = try record.receipt.map { String(decoding: try encoder.encode($0), as: UTF8.self) }
-            addedBytes += StorageUse.recordBytes(payload: payload) - replacedBytes
+            guard let saved = try ledger.admit(record, current: current, blobs: blobs) else { continue }
             try await db.run("DELETE FROM record_blobs WHERE zone_id = \(zone.id) AND record_id = \(record.id)")
             try await db.run("""
-                INSERT INTO records(zone_id, id, change_tag, seq, payload) VALUES (\(zone.id), \(record.id), \(tag), \(seq), \(payload))
+                INSERT INTO records(zone_id, id, change_tag, seq, payload) VALUES (\(zone.id), \(record.id), \(saved.tag), \(saved.seq), \(saved.payload))
                 ON CONFLICT (zone_id, id) DO UPDATE SET change_tag = excluded.change_tag, seq = excluded.seq, payload = excluded.payload
                 """)
             for a in record.receipt?.attachments ?? [] {
@@ -157,32 +112,20 @@ extension PostgresServerStore {
                     INSERT INTO record_blobs(zone_id, record_id, sha256) VALUES (\(zone.id), \(record.id), \(a.sha256)) ON CONFLICT DO NOTHING
                     """)
             }
-            results.append(WirePushResult(id: record.id, status: .saved, changeTag: tag))
         }
-        try await db.run("UPDATE zones SET seq = \(seq), record_bytes = record_bytes + \(addedBytes) WHERE id = \(zone.id)")
-        return WirePushResponse(results: results)
+        try await db.run("UPDATE zones SET seq = \(ledger.seq), record_bytes = record_bytes + \(ledger.addedBytes) WHERE id = \(zone.id)")
+        return WirePushResponse(results: ledger.results)
     }
 
     // MARK: Pull
 
     public func changes(owner: String, name: String, since: String?, limit: Int, caller: Account) async throws -> WireChangesResponse {
-        let decoder = JSONDecoder()
-        return try await transaction { db in
+        try await transaction { db in
             // One snapshot for the rows and the zone's sequence (a push committing between them
             // would otherwise be skipped by the token this answer returns).
             try await db.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             let zone = try await Self.requireZone(db, owner: owner, name: name, caller: caller)
-            var after: Int64 = 0
-            if let since, !since.isEmpty {
-                let parts = since.split(separator: ".", omittingEmptySubsequences: false)
-                guard parts.count == 2, let n = Int64(parts[1]), n >= 0 else {
-                    throw ServerError.bad("the change token \(since) is malformed")
-                }
-                guard parts[0] == zone.uid else {
-                    throw ServerError(410, "the change token \(since) belongs to an earlier \(ServerRules.zoneLabel(owner, name)): pull again from the start")
-                }
-                after = n
-            }
+            let after = try ServerRules.changesStart(since, zone: zone)
             let rows = try await db.rows("""
                 SELECT id, change_tag, seq, payload FROM records WHERE zone_id = \(zone.id) AND seq > \(after) ORDER BY seq LIMIT \(limit + 1)
                 """)
@@ -191,14 +134,13 @@ extension PostgresServerStore {
             var last = after
             for row in rows.prefix(limit) {
                 let (id, tag, seq, payload) = try row.decode((String, String, Int64, String?).self)
-                let receipt = try payload.map { try decoder.decode(WireReceipt.self, from: Data($0.utf8)) }
-                records.append(WireRecord(id: id, changeTag: tag, receipt: receipt))
+                records.append(WireRecord(id: id, changeTag: tag, receipt: try ServerRules.receipt(payload)))
                 last = seq
             }
             if !more {
                 last = max(last, try await db.value("SELECT seq FROM zones WHERE id = \(zone.id)", as: Int64.self) ?? last)
             }
-            return WireChangesResponse(records: records, changeToken: "\(zone.uid).\(last)", more: more)
+            return WireChangesResponse(records: records, changeToken: ServerRules.changeToken(zone, last), more: more)
         }
     }
 }

@@ -19,14 +19,7 @@ extension PostgresServerStore {
             """
         guard let row = try await db.rows(query).first else { return nil }
         let (id, uid, ownerID, zoneName, ownerName, share) = try row.decode((Int64, String, Int64, String, String, String?).self)
-        let role: WireRole
-        if ownerID == caller.id {
-            role = .owner
-        } else if let share, let r = WireRole(rawValue: share) {
-            role = r
-        } else {
-            return nil
-        }
+        guard let role = ServerRules.role(ownerID: ownerID, shareRole: share, caller: caller) else { return nil }
         return VisibleZone(id: id, uid: uid, owner: ownerName, ownerID: ownerID, name: zoneName, role: role)
     }
 
@@ -34,18 +27,11 @@ extension PostgresServerStore {
     /// ends, which serializes every push to the zone across processes.
     static func requireZone(_ db: PostgresConnection, owner: String, name: String, caller: Account,
                             lock: Bool = false) async throws -> VisibleZone {
-        guard let zone = try await visibleZone(db, owner: owner, name: name, caller: caller, lock: lock) else {
-            throw ServerError.notFound(ServerRules.zoneLabel(owner, name))
-        }
-        return zone
+        try ServerRules.require(await visibleZone(db, owner: owner, name: name, caller: caller, lock: lock), owner: owner, name: name)
     }
 
     static func requireOwner(_ db: PostgresConnection, owner: String, name: String, caller: Account) async throws -> VisibleZone {
-        let zone = try await requireZone(db, owner: owner, name: name, caller: caller)
-        guard zone.role == .owner else {
-            throw ServerError(403, "only the owner of \(ServerRules.zoneLabel(owner, name)) can change its sharing or delete it")
-        }
-        return zone
+        try ServerRules.requireOwner(await visibleZone(db, owner: owner, name: name, caller: caller), owner: owner, name: name)
     }
 
     public func zones(for caller: Account) async throws -> [WireZone] {
@@ -67,9 +53,7 @@ extension PostgresServerStore {
     }
 
     public func createZone(owner: String, name: String, caller: Account) async throws -> Bool {
-        guard owner == caller.name else {
-            throw ServerError(403, "zones can only be created under the caller's own account \(caller.name), not \(owner)")
-        }
+        try ServerRules.checkCreatesOwnZone(owner: owner, caller: caller)
         return try await transaction { db in
             try await db.run("""
                 INSERT INTO zones(uid, owner_id, name, seq, created_at) VALUES (\(SecureRandom.hex(8)), \(caller.id), \(name), 0, \(ServerRules.now()))
@@ -99,15 +83,11 @@ extension PostgresServerStore {
     }
 
     public func share(owner: String, name: String, with account: String, role: WireRole, caller: Account) async throws {
-        guard role != .owner else { throw ServerError.bad("a zone can be shared as read or write, not owner") }
+        try ServerRules.checkShareRole(role)
         try await transaction { db in
             let zone = try await Self.requireOwner(db, owner: owner, name: name, caller: caller)
-            guard let target = try await db.value("SELECT id FROM accounts WHERE name = \(account)", as: Int64.self) else {
-                throw ServerError.notFound("account \(account)")
-            }
-            guard target != caller.id else {
-                throw ServerError.bad("the owner of \(ServerRules.zoneLabel(owner, name)) cannot share it with itself")
-            }
+            let target = try ServerRules.shareTarget(await db.value("SELECT id FROM accounts WHERE name = \(account)", as: Int64.self),
+                                                     account: account, zone: zone, caller: caller)
             try await db.run("""
                 INSERT INTO shares(zone_id, account_id, role) VALUES (\(zone.id), \(target), \(role.rawValue))
                 ON CONFLICT (zone_id, account_id) DO UPDATE SET role = excluded.role
@@ -120,9 +100,8 @@ extension PostgresServerStore {
     public func unshare(owner: String, name: String, with account: String, caller: Account) async throws {
         try await transaction { db in
             let zone = try await Self.requireOwner(db, owner: owner, name: name, caller: caller)
-            guard let target = try await db.value("SELECT id FROM accounts WHERE name = \(account)", as: Int64.self) else {
-                throw ServerError.notFound("account \(account)")
-            }
+            let target = try ServerRules.shareTarget(await db.value("SELECT id FROM accounts WHERE name = \(account)", as: Int64.self),
+                                                     account: account, zone: zone, caller: caller, unsharing: true)
             try await db.run("DELETE FROM shares WHERE zone_id = \(zone.id) AND account_id = \(target)")
             // As the embedded catalog: its uploads of the zone's blobs would now count against it.
             try await db.run("""
@@ -149,7 +128,7 @@ extension PostgresServerStore {
         return StorageUse(blobs: blobs, texts: texts, records: records)
     }
 
-    /// Runs `change` in the caller's transaction and throws 507 (rolling it back) when it left any
+    /// Runs `change` in the caller's transaction and throws an over-quota refusal (rolling it back) when it left any
     /// of the accounts over its quota with more bytes than before. The accounts' rows are locked
     /// first, in id order, so two processes cannot each see room for one more upload, and two
     /// changes to the same accounts wait for each other instead of deadlocking.

@@ -51,7 +51,7 @@ public final class PostgresServerStore: ServerStore {
             let connection = try await PostgresConnection.connect(configuration: probe, id: 0, logger: quiet)
             try await connection.close()
         } catch {
-            throw ServerError(500, "the PostgreSQL database \(url) cannot be reached: "
+            throw ServerError(.failed, "the PostgreSQL database \(url) cannot be reached: "
                 + ((error as? PSQLError)?.serverInfo?[.message] ?? (error as? PSQLError).map { "\($0.code)" } ?? "\(error)"))
         }
         let client = PostgresClient(configuration: configuration, backgroundLogger: quiet)
@@ -92,14 +92,14 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
-    /// A ServerError as it is; a database error as a 500 naming the database and PostgreSQL's message.
+    /// A ServerError as it is; a database error as a failure naming the database and PostgreSQL's message.
     func describe(_ error: Error) -> Error {
         if error is ServerError || error is CancellationError { return error }
         if let pg = error as? PSQLError {
             let message = pg.serverInfo?[.message] ?? "\(pg.code)"
-            return ServerError(500, "the PostgreSQL database \(url) failed: \(message)")
+            return ServerError(.failed, "the PostgreSQL database \(url) failed: \(message)")
         }
-        return ServerError(500, "the PostgreSQL database \(url) failed: \(String(describing: error))")
+        return ServerError(.failed, "the PostgreSQL database \(url) failed: \(String(describing: error))")
     }
 
 }

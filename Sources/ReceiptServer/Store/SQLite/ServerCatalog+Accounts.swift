@@ -39,7 +39,7 @@ extension ServerCatalog {
 
     static func accountID(_ db: Database, _ name: String) throws -> Int64 {
         guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM accounts WHERE name = ?", arguments: [name]) else {
-            throw ServerError.notFound("the account \(name)")
+            throw ServerRules.accountNotFound(name)
         }
         return id
     }
@@ -58,7 +58,7 @@ extension ServerCatalog {
         try ServerRules.checkName(name, "account name")
         return try pool.write { db in
             if try Int.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE name = ?", arguments: [name]) != nil {
-                throw ServerError(409, "the account \(name) already exists")
+                throw ServerRules.accountExists(name)
             }
             try db.execute(sql: "INSERT INTO accounts(name, quota, createdAt) VALUES (?, ?, ?)",
                            arguments: [name, quota, ServerRules.now()])
@@ -72,7 +72,7 @@ extension ServerCatalog {
         return try pool.write { db in
             let id = try Self.accountID(db, name)
             if try Int.fetchOne(db, sql: "SELECT 1 FROM tokens WHERE accountID = ? AND label = ?", arguments: [id, label]) != nil {
-                throw ServerError(409, "the account \(name) already has a token labelled \(label): revoke it first or pick another label")
+                throw ServerRules.tokenLabelTaken(account: name, label: label)
             }
             return try Self.insertToken(db, accountID: id, label: label)
         }
@@ -86,7 +86,7 @@ extension ServerCatalog {
             let id = try Self.accountID(db, name)
             if let label {
                 try db.execute(sql: "DELETE FROM tokens WHERE accountID = ? AND label = ?", arguments: [id, label])
-                guard db.changesCount > 0 else { throw ServerError.notFound("the token labelled \(label) of the account \(name)") }
+                guard db.changesCount > 0 else { throw ServerRules.tokenNotFound(account: name, label: label) }
             } else {
                 try db.execute(sql: "DELETE FROM tokens WHERE accountID = ?", arguments: [id])
             }
@@ -99,7 +99,7 @@ extension ServerCatalog {
         try pool.write { db in
             let id = try Self.accountID(db, name)
             try db.execute(sql: "DELETE FROM tokens WHERE accountID = ? AND label = ?", arguments: [id, label])
-            guard db.changesCount > 0 else { throw ServerError.notFound("the token labelled \(label) of the account \(name)") }
+            guard db.changesCount > 0 else { throw ServerRules.tokenNotFound(account: name, label: label) }
         }
     }
 
@@ -119,10 +119,7 @@ extension ServerCatalog {
             let shared = try String.fetchAll(db, sql: """
                 SELECT DISTINCT z.name FROM zones z JOIN shares s ON s.zoneID = z.id WHERE z.ownerID = ? ORDER BY z.name
                 """, arguments: [id])
-            if !shared.isEmpty && !deleteZones {
-                throw ServerError(409, "the account \(name) owns zones shared with others (\(shared.joined(separator: ", "))): "
-                    + "unshare them first, or pass --delete-zones to delete them for everybody")
-            }
+            try ServerRules.checkRemovable(account: name, sharedZones: shared, deleteZones: deleteZones)
             let zones = try String.fetchAll(db, sql: "SELECT name FROM zones WHERE ownerID = ? ORDER BY name", arguments: [id])
             try db.execute(sql: "DELETE FROM shares WHERE accountID = ?", arguments: [id])
             let removedShares = db.changesCount
@@ -157,7 +154,7 @@ extension ServerCatalog {
     /// The account holding `token`, or nil. Looked up on every request, so a revoked or rotated
     /// token is refused from the next request on. The stored hash is compared in constant time.
     public func authenticate(token: String) async throws -> Account? {
-        guard token.utf8.count == 64, WireName.isValidBlobAddress(token) else { return nil }
+        guard ServerRules.isTokenShaped(token) else { return nil }
         let presented = ServerRules.tokenHash(token)
         let found: (Account, String)? = try await pool.read { db in
             guard let row = try Row.fetchOne(db, sql: """
@@ -167,7 +164,7 @@ extension ServerCatalog {
             return (Account(id: row["id"], name: row["name"], tokenID: row["tokenID"]), row["tokenHash"])
         }
         guard let (account, stored) = found,
-              ServerRules.constantTimeEqual(Array(stored.utf8), Array(presented.utf8)) else { return nil }
+              ServerRules.tokenMatches(stored: stored, presented: presented) else { return nil }
         return account
     }
 

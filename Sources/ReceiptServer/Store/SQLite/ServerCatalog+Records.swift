@@ -31,9 +31,7 @@ extension ServerCatalog {
         return try await pool.read { db in
             var want: [String] = []
             for blob in blobs {
-                guard let id = BlobID(hex: blob), id.hex == blob else {
-                    throw ServerError.bad("\(blob) is not a blob address (64 lowercase hex digits)")
-                }
+                let id = try ServerRules.blobAddress(blob)
                 let known = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM blobs WHERE sha256 = ?)"),
                                               arguments: [blob]) ?? false
                 let proved = try Self.hasProvedPossession(db, blob: blob, caller: caller)
@@ -48,7 +46,7 @@ extension ServerCatalog {
     /// Records that `caller` uploaded bytes that hashed to each id, in one transaction, BEFORE the
     /// files are installed, and reserves the rows against the server's gc: `touchedAt` is set
     /// `uploadReservation` ahead, so a gc of any grace (even 0) spares them until `uploadsInstalled`
-    /// sets it to now (docs/DESIGN.md, "Server gc"). Refused with 507 (and nothing recorded) when the
+    /// sets it to now (docs/DESIGN.md, "Server gc"). Refused as over quota (and nothing recorded) when the
     /// blobs would take the caller past its quota.
     public func registerUploads(_ blobs: [(id: BlobID, size: Int64)], caller: Account) async throws {
         try await pool.write { db in
@@ -88,91 +86,49 @@ extension ServerCatalog {
 
     // MARK: Push
 
-    /// Applies a push to `owner/name` in one transaction, record by record: a stale base tag is a
-    /// conflict carrying the server's version; content that fails validation, or references a blob
-    /// the caller has not uploaded (or cannot already read), is rejected; the rest is saved with a
-    /// new change tag and the zone's next sequence number.
+    /// Applies a push to `owner/name` in one transaction, record by record, by push's rules
+    /// (PushRules.swift): each record saved gets a new change tag and the zone's next sequence number.
     public func push(_ request: WirePushRequest, owner: String, name: String, caller: Account) async throws -> WirePushResponse {
-        guard request.records.count <= WireProtocol.maxPushRecords else {
-            throw ServerError(413, "a push may carry at most \(WireProtocol.maxPushRecords) records, not \(request.records.count)")
-        }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let decoder = JSONDecoder()
+        try ServerRules.checkPushSize(request)
         return try await pool.write { db in
             let zone = try Self.requireZone(db, owner: owner, name: name, caller: caller)
-            guard zone.role != .read else {
-                throw ServerError(403, "the account \(caller.name) has read-only access to \(ServerRules.zoneLabel(owner, name)): its changes were refused")
-            }
+            try ServerRules.requireWriter(zone, caller: caller)
             // The records' blobs count against the zone's owner: a push that would take the owner
-            // past its quota is refused whole (507) and nothing of it is kept.
+            // past its quota is refused whole and nothing of it is kept.
             return try Self.withinQuota(db, accountID: zone.ownerID) {
-            var seq = try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM zones WHERE id = ?"), arguments: [zone.id]) ?? 0
-            var results: [WirePushResult] = []
-            var addedBytes: Int64 = 0
-            for record in request.records {
-                guard WireName.isValidRecordID(record.id) else {
-                    results.append(WirePushResult(id: record.id, status: .rejected, error: "\(record.id) is not a receipt id (a UUID)"))
-                    continue
-                }
-                let current = try Row.fetchOne(db.cachedStatement(sql: "SELECT changeTag, payload FROM records WHERE zoneID = ? AND id = ?"),
-                                               arguments: [zone.id, record.id])
-                if let current {
-                    let tag: String = current["changeTag"]
-                    if tag != record.baseTag {
-                        let payload: String? = current["payload"]
-                        let receipt = try payload.map { try decoder.decode(WireReceipt.self, from: Data($0.utf8)) }
-                        results.append(WirePushResult(id: record.id, status: .conflict,
-                                                      server: WireRecord(id: record.id, changeTag: tag, receipt: receipt)))
-                        continue
-                    }
-                }
-                if let receipt = record.receipt {
-                    if let problem = receipt.validationError() {
-                        results.append(WirePushResult(id: record.id, status: .rejected, error: "receipt \(record.id): \(problem)"))
-                        continue
-                    }
-                    var refused: String?
-                    for a in receipt.attachments {
-                        let size = try Int64.fetchOne(db.cachedStatement(sql: "SELECT size FROM blobs WHERE sha256 = ?"),
-                                                      arguments: [a.sha256])
-                        let proved = try Self.hasProvedPossession(db, blob: a.sha256, caller: caller)
-                        if size == nil || !proved {
-                            refused = "receipt \(record.id) references blob \(a.sha256), which must be uploaded first"
-                            break
-                        }
-                        if size != a.size {
-                            refused = "receipt \(record.id) gives blob \(a.sha256) a size of \(a.size) bytes, not \(size ?? 0)"
-                            break
-                        }
-                    }
-                    if let refused {
-                        results.append(WirePushResult(id: record.id, status: .rejected, error: refused))
-                        continue
-                    }
-                }
-                seq += 1
-                let tag = SecureRandom.hex(8)
-                let payload = try record.receipt.map { String(decoding: try encoder.encode($0), as: UTF8.self) }
-                addedBytes += StorageUse.recordBytes(payload: payload) - (current.map { StorageUse.recordBytes(payload: $0["payload"]) } ?? 0)
-                try db.cachedStatement(sql: "DELETE FROM recordBlobs WHERE zoneID = ? AND recordID = ?")
-                    .execute(arguments: [zone.id, record.id])
-                try db.cachedStatement(sql: """
-                    INSERT INTO records(zoneID, id, changeTag, seq, payload) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT(zoneID, id) DO UPDATE SET changeTag = excluded.changeTag, seq = excluded.seq,
-                        payload = excluded.payload
-                    """).execute(arguments: [zone.id, record.id, tag, seq, payload])
-                for a in record.receipt?.attachments ?? [] {
-                    try db.cachedStatement(sql: "INSERT OR IGNORE INTO recordBlobs(zoneID, recordID, sha256) VALUES (?, ?, ?)")
-                        .execute(arguments: [zone.id, record.id, a.sha256])
-                }
-                results.append(WirePushResult(id: record.id, status: .saved, changeTag: tag))
-            }
-            try db.cachedStatement(sql: "UPDATE zones SET seq = ?, recordBytes = recordBytes + ? WHERE id = ?")
-                .execute(arguments: [seq, addedBytes, zone.id])
-            return WirePushResponse(results: results)
+                try Self.apply(request, to: zone, caller: caller, db)
             }
         }
+    }
+
+    private static func apply(_ request: WirePushRequest, to zone: VisibleZone, caller: Account, _ db: Database) throws -> WirePushResponse {
+        var ledger = ServerRules.PushLedger(seq: try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM zones WHERE id = ?"),
+                                                                   arguments: [zone.id]) ?? 0)
+        for record in request.records {
+            let current = try Row.fetchOne(db.cachedStatement(sql: "SELECT changeTag, payload FROM records WHERE zoneID = ? AND id = ?"),
+                                           arguments: [zone.id, record.id])
+                .map { ServerRules.StoredRecord(changeTag: $0["changeTag"], payload: $0["payload"]) }
+            let blobs = try (record.receipt?.attachments ?? []).map { a in
+                ServerRules.StoredBlob(size: try Int64.fetchOne(db.cachedStatement(sql: "SELECT size FROM blobs WHERE sha256 = ?"),
+                                                                arguments: [a.sha256]),
+                                       proved: try hasProvedPossession(db, blob: a.sha256, caller: caller))
+            }
+            guard let saved = try ledger.admit(record, current: current, blobs: blobs) else { continue }
+            try db.cachedStatement(sql: "DELETE FROM recordBlobs WHERE zoneID = ? AND recordID = ?")
+                .execute(arguments: [zone.id, record.id])
+            try db.cachedStatement(sql: """
+                INSERT INTO records(zoneID, id, changeTag, seq, payload) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT(zoneID, id) DO UPDATE SET changeTag = excluded.changeTag, seq = excluded.seq,
+                    payload = excluded.payload
+                """).execute(arguments: [zone.id, record.id, saved.tag, saved.seq, saved.payload])
+            for a in record.receipt?.attachments ?? [] {
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO recordBlobs(zoneID, recordID, sha256) VALUES (?, ?, ?)")
+                    .execute(arguments: [zone.id, record.id, a.sha256])
+            }
+        }
+        try db.cachedStatement(sql: "UPDATE zones SET seq = ?, recordBytes = recordBytes + ? WHERE id = ?")
+            .execute(arguments: [ledger.seq, ledger.addedBytes, zone.id])
+        return WirePushResponse(results: ledger.results)
     }
 
     // MARK: Pull
@@ -180,20 +136,9 @@ extension ServerCatalog {
     /// The records of `owner/name` changed after `since` (a token from an earlier answer; nil or
     /// empty for everything), at most `limit`, oldest change first.
     public func changes(owner: String, name: String, since: String?, limit: Int, caller: Account) async throws -> WireChangesResponse {
-        let decoder = JSONDecoder()
-        return try await pool.read { db in
+        try await pool.read { db in
             let zone = try Self.requireZone(db, owner: owner, name: name, caller: caller)
-            var after: Int64 = 0
-            if let since, !since.isEmpty {
-                let parts = since.split(separator: ".", omittingEmptySubsequences: false)
-                guard parts.count == 2, let n = Int64(parts[1]), n >= 0 else {
-                    throw ServerError.bad("the change token \(since) is malformed")
-                }
-                guard parts[0] == zone.uid else {
-                    throw ServerError(410, "the change token \(since) belongs to an earlier \(ServerRules.zoneLabel(owner, name)): pull again from the start")
-                }
-                after = n
-            }
+            let after = try ServerRules.changesStart(since, zone: zone)
             let rows = try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT id, changeTag, seq, payload FROM records WHERE zoneID = ? AND seq > ? ORDER BY seq LIMIT ?
                 """), arguments: [zone.id, after, limit + 1])
@@ -201,15 +146,13 @@ extension ServerCatalog {
             var records: [WireRecord] = []
             var last = after
             for row in rows.prefix(limit) {
-                let payload: String? = row["payload"]
-                let receipt = try payload.map { try decoder.decode(WireReceipt.self, from: Data($0.utf8)) }
-                records.append(WireRecord(id: row["id"], changeTag: row["changeTag"], receipt: receipt))
+                records.append(WireRecord(id: row["id"], changeTag: row["changeTag"], receipt: try ServerRules.receipt(row["payload"])))
                 last = row["seq"]
             }
             if !more {
                 last = max(last, try Int64.fetchOne(db, sql: "SELECT seq FROM zones WHERE id = ?", arguments: [zone.id]) ?? last)
             }
-            return WireChangesResponse(records: records, changeToken: "\(zone.uid).\(last)", more: more)
+            return WireChangesResponse(records: records, changeToken: ServerRules.changeToken(zone, last), more: more)
         }
     }
 }

@@ -54,7 +54,7 @@ extension ServerCatalog {
     /// Keeps each text for every owner of a zone the caller can read that references its blob, unless
     /// that owner has a text of the blob and version already (the first stays: a later member cannot
     /// replace what the others pulled). A text of a blob the caller cannot read is refused (its
-    /// address returned); one that would take an owner past its quota refuses the whole upload (507).
+    /// address returned); one that would take an owner past its quota refuses the whole upload (over quota).
     public func putTexts(_ texts: [WireText], version: String, caller: Account) async throws -> [String] {
         try await pool.write { db in
             var refused: [String] = []

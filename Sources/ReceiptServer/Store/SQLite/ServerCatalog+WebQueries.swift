@@ -133,7 +133,7 @@ extension ServerCatalog {
         }
     }
 
-    /// A live receipt of a zone the caller can read, with the zone; 404 otherwise (absent, deleted
+    /// A live receipt of a zone the caller can read, with the zone; not found otherwise (absent, deleted
     /// or not readable: the same answer).
     func webReceipt(owner: String, name: String, id: String, caller: Account) async throws -> (VisibleZone, WebReceiptRow) {
         guard WireName.isValidRecordID(id) else { throw ServerError.notFound("receipt \(id)") }
@@ -162,7 +162,7 @@ extension ServerCatalog {
         }
     }
 
-    /// The zone as the caller sees it (404 when it cannot read it).
+    /// The zone as the caller sees it (not found when it cannot read it).
     func webZone(owner: String, name: String, caller: Account) async throws -> VisibleZone {
         try await pool.read { db in try Self.requireZone(db, owner: owner, name: name, caller: caller) }
     }

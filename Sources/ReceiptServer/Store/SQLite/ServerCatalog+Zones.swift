@@ -2,8 +2,7 @@ import BlobStore
 import GRDB
 import ReceiptWire
 
-/// Zones and shares. The one authorization rule: a caller can read a zone it owns or that is shared
-/// with it; every other zone is reported as not found, whether or not it exists.
+/// Zones and shares in SQLite, under the one authorization rule (AuthorizationRules.swift).
 extension ServerCatalog {
 
     /// The zone `owner/name` as `caller` may see it; nil when absent or not readable by the caller.
@@ -15,31 +14,17 @@ extension ServerCatalog {
             WHERE a.name = ? AND z.name = ?
             """, arguments: [caller.id, owner, name]) else { return nil }
         let ownerID: Int64 = row["ownerID"]
-        let role: WireRole
-        if ownerID == caller.id {
-            role = .owner
-        } else if let share: String = row["shareRole"], let r = WireRole(rawValue: share) {
-            role = r
-        } else {
-            return nil
-        }
+        guard let role = ServerRules.role(ownerID: ownerID, shareRole: row["shareRole"], caller: caller) else { return nil }
         return VisibleZone(id: row["id"], uid: row["uid"], owner: row["ownerName"], ownerID: ownerID,
                            name: row["name"], role: role)
     }
 
     static func requireZone(_ db: Database, owner: String, name: String, caller: Account) throws -> VisibleZone {
-        guard let zone = try visibleZone(db, owner: owner, name: name, caller: caller) else {
-            throw ServerError.notFound(ServerRules.zoneLabel(owner, name))
-        }
-        return zone
+        try ServerRules.require(visibleZone(db, owner: owner, name: name, caller: caller), owner: owner, name: name)
     }
 
     static func requireOwner(_ db: Database, owner: String, name: String, caller: Account) throws -> VisibleZone {
-        let zone = try requireZone(db, owner: owner, name: name, caller: caller)
-        guard zone.role == .owner else {
-            throw ServerError(403, "only the owner of \(ServerRules.zoneLabel(owner, name)) can change its sharing or delete it")
-        }
-        return zone
+        try ServerRules.requireOwner(visibleZone(db, owner: owner, name: name, caller: caller), owner: owner, name: name)
     }
 
     /// Every zone the caller owns or participates in, sorted by owner then name.
@@ -64,9 +49,7 @@ extension ServerCatalog {
 
     /// Creates the caller's zone `name`; an existing one is kept as it is. Returns true when created.
     public func createZone(owner: String, name: String, caller: Account) async throws -> Bool {
-        guard owner == caller.name else {
-            throw ServerError(403, "zones can only be created under the caller's own account \(caller.name), not \(owner)")
-        }
+        try ServerRules.checkCreatesOwnZone(owner: owner, caller: caller)
         return try await pool.write { db in
             if try Int.fetchOne(db, sql: "SELECT 1 FROM zones WHERE ownerID = ? AND name = ?",
                                 arguments: [caller.id, name]) != nil {
@@ -105,13 +88,11 @@ extension ServerCatalog {
 
     /// Shares the caller's zone with `account` as `role` (read or write), replacing an earlier role.
     public func share(owner: String, name: String, with account: String, role: WireRole, caller: Account) async throws {
-        guard role != .owner else { throw ServerError.bad("a zone can be shared as read or write, not owner") }
+        try ServerRules.checkShareRole(role)
         try await pool.write { db in
             let zone = try Self.requireOwner(db, owner: owner, name: name, caller: caller)
-            guard let target = try Int64.fetchOne(db, sql: "SELECT id FROM accounts WHERE name = ?", arguments: [account]) else {
-                throw ServerError.notFound("account \(account)")
-            }
-            guard target != caller.id else { throw ServerError.bad("the owner of \(ServerRules.zoneLabel(owner, name)) cannot share it with itself") }
+            let target = try ServerRules.shareTarget(Int64.fetchOne(db, sql: "SELECT id FROM accounts WHERE name = ?", arguments: [account]),
+                                                     account: account, zone: zone, caller: caller)
             try db.execute(sql: "INSERT OR REPLACE INTO shares(zoneID, accountID, role) VALUES (?, ?, ?)",
                            arguments: [zone.id, target, role.rawValue])
             // The zone's texts become readable to the participant: its vaults ask again.
@@ -124,9 +105,8 @@ extension ServerCatalog {
     public func unshare(owner: String, name: String, with account: String, caller: Account) async throws {
         try await pool.write { db in
             let zone = try Self.requireOwner(db, owner: owner, name: name, caller: caller)
-            guard let target = try Int64.fetchOne(db, sql: "SELECT id FROM accounts WHERE name = ?", arguments: [account]) else {
-                throw ServerError.notFound("account \(account)")
-            }
+            let target = try ServerRules.shareTarget(Int64.fetchOne(db, sql: "SELECT id FROM accounts WHERE name = ?", arguments: [account]),
+                                                     account: account, zone: zone, caller: caller, unsharing: true)
             try db.execute(sql: "DELETE FROM shares WHERE zoneID = ? AND accountID = ?", arguments: [zone.id, target])
             // Its uploads of the zone's blobs would now count against it (ServerCatalog+Quota.swift),
             // for bytes only the zone's owner can remove: it shows it holds them again if it needs to.

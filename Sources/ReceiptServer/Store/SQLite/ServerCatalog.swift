@@ -37,7 +37,7 @@ public final class ServerCatalog: Sendable {
                 let known = Set(Self.migrator.migrations)
                 let unknown = try pool.read { try Self.migrator.appliedIdentifiers($0) }.subtracting(known).sorted()
                 try? pool.close()
-                throw ServerError(500, "the server catalog \(FileSystem.join(path, Self.fileName)) was written by a newer receipt "
+                throw ServerError(.failed, "the server catalog \(FileSystem.join(path, Self.fileName)) was written by a newer receipt "
                     + "(migrations \(unknown.joined(separator: ", ")) unknown to this one): upgrade receipt; nothing was changed")
             }
             try Self.keepCopyBeforeMigration(pool, catalogPath: FileSystem.join(path, Self.fileName))
@@ -46,9 +46,9 @@ public final class ServerCatalog: Sendable {
             self.blobs = store
             self.dataPath = path
         } catch let error as DatabaseError {
-            throw ServerError(500, "the server catalog in \(path) cannot be opened: \(error.message ?? "\(error.resultCode)")")
+            throw ServerError(.failed, "the server catalog in \(path) cannot be opened: \(error.message ?? "\(error.resultCode)")")
         } catch let error as PathError {
-            throw ServerError(500, "the server data folder \(path) cannot be prepared: \(error.description)")
+            throw ServerError(.failed, "the server data folder \(path) cannot be prepared: \(error.description)")
         }
     }
 
