@@ -1,0 +1,44 @@
+import BlobStore
+import Foundation
+import ReceiptVault
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The file a download is sent from (WebDownload.swift), apart from NIO, whose `FileDescriptor`
+/// would be taken for BlobStore's.
+enum WebDownloadFile {
+    static let folderName = "downloads"
+
+    /// The zip, written in a folder of its own under `DATA/downloads/` (0700) whose names are
+    /// removed before it is returned: the open file is all that is left, and closing it frees it.
+    static func write(_ receipts: [ReceiptView], purpose: ExportPurpose, store: BlobStore,
+                      named zipName: String) throws -> FileDescriptor {
+        let downloads = FileSystem.join(store.root, folderName)
+        do {
+            try FileSystem.makeDirectories(downloads, mode: 0o700)
+            let parent = try ExportFolder.open(downloads)
+            let workName = SecureRandom.hex(8)
+            let work = try parent.makeFolder(workName)
+            defer { parent.remove(workName, isFolder: true) }
+            let zip = try work.makeFile("download.zip", readable: true)
+            work.remove("download.zip")
+            do {
+                // The server's blobs are stored as sent (identity); copying verifies them.
+                _ = try Vault.writeZip(receipts, items: Vault.exportItems(receipts, for: purpose), purpose: purpose, into: zip,
+                                       scratch: work, destination: zipName) { sha256, out in
+                    guard let id = BlobID(hex: sha256) else { throw VaultError(.notFound, "no blob \(sha256.prefix(64))") }
+                    try store.copy(id, encoding: .identity, into: out, removeOnFailure: false)
+                }
+                return zip
+            } catch {
+                zip.close()
+                throw error
+            }
+        } catch let error as ServerError {
+            throw error
+        } catch {
+            throw ServerError(500, "the download \(zipName) could not be written on the server: \(error)")
+        }
+    }
+}
