@@ -35,15 +35,14 @@ extension WebRoutes {
         // A zone name is letters, digits, `.`, `_` and `-` already (`WireName`).
         let zipName = "\(name)\(purpose == .claim ? "-claim" : "").zip"
         let store = catalog.blobs
-        let zip = try await Task.detached { try WebDownloadFile.write(receipts, purpose: purpose, store: store, named: zipName) }.value
-        let size = try zip.stat().size
+        let zip = try await WebDownloadFile.make(receipts, purpose: purpose, store: store, named: zipName)
+        let size = zip.size
         let body = ResponseBody(contentLength: Int(size)) { writer in
-            defer { zip.close() }
             var offset: Int64 = 0
             while offset < size {
                 var piece = ByteBufferAllocator().buffer(capacity: BlobStore.chunkSize)
                 let n = try piece.writeWithUnsafeMutableBytes(minimumWritableBytes: BlobStore.chunkSize) { free in
-                    try zip.read(into: UnsafeMutableRawBufferPointer(rebasing: free[..<Int(min(Int64(free.count), size - offset))]),
+                    try zip.fd.read(into: UnsafeMutableRawBufferPointer(rebasing: free[..<Int(min(Int64(free.count), size - offset))]),
                                  at: offset)
                 }
                 guard n > 0 else { throw ServerError(500, "the download \(zipName) ended early on the server") }

@@ -5,10 +5,36 @@ import ReceiptVault
 import Glibc
 #endif
 
-/// The file a download is sent from (WebDownload.swift), apart from NIO, whose `FileDescriptor`
-/// would be taken for BlobStore's.
-enum WebDownloadFile {
+/// The file a download is sent from (WebDownload.swift), open, with no name left: closed (and so
+/// freed) when the last holder lets go of it, the response that was never sent included. Apart from
+/// WebDownload.swift, where NIO's `FileDescriptor` would be taken for BlobStore's.
+final class WebDownloadFile: Sendable {
     static let folderName = "downloads"
+    let fd: FileDescriptor
+    let size: Int64
+
+    private init(_ fd: FileDescriptor) throws {
+        self.fd = fd
+        do {
+            size = try fd.stat().size
+        } catch {
+            fd.close()
+            throw error
+        }
+    }
+
+    deinit { fd.close() }
+
+    /// `write` on a thread of its own: a download of thousands of files must not hold one of the
+    /// few threads every request of the server shares.
+    static func make(_ receipts: [ReceiptView], purpose: ExportPurpose, store: BlobStore,
+                     named zipName: String) async throws -> WebDownloadFile {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try WebDownloadFile(write(receipts, purpose: purpose, store: store, named: zipName)) })
+            }
+        }
+    }
 
     /// The zip, written in a folder of its own under `DATA/downloads/` (0700) whose names are
     /// removed before it is returned: the open file is all that is left, and closing it frees it.
