@@ -79,6 +79,18 @@ actor WebThumbnails {
         return nil
     }
 
+    /// Removes every file kept for the blob `sha256` (`receipt server gc` took it): its thumbnail or
+    /// its marker, and a PDF's page count and pages, which are never past that count.
+    static func forget(_ sha256: String, dataPath: String) {
+        let stem = FileSystem.join(FileSystem.join(FileSystem.join(dataPath, "thumbs"), String(sha256.prefix(2))), sha256)
+        if case .pages(let count) = keptPageCount(stem + ".pages") {
+            for page in 1...count {
+                for suffix in [".png", ".failed"] { try? FileSystem.remove(stem + ".p\(page)" + suffix) }
+            }
+        }
+        for suffix in [".png", ".failed", ".pages"] { try? FileSystem.remove(stem + suffix) }
+    }
+
     /// The page count kept in the file `pages` (the placeholder for a PDF no tool could read), nil before it is counted.
     static func keptPageCount(_ pages: String) -> Thumbnail? {
         guard let text = try? String(contentsOfFile: pages, encoding: .utf8) else { return nil }
