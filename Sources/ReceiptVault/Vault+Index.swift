@@ -45,7 +45,7 @@ extension Vault {
     public func indexText(only: Set<String>? = nil, rebuild: Bool = false, tools: ExtractorTools,
                           progress: (@Sendable (IndexProgress) -> Void)? = nil) throws -> IndexOutcome {
         let version = TextExtractor.version
-        if rebuild { try wrapped { try mutate { db in try Catalog.markTextStale(db) } } }
+        if rebuild { try wrapped { try mutate { w in try w.markTextStale() } } }
         let total = try only?.count ?? wrapped { try catalog.read { db in try Catalog.textCounts(db, version: version).pending } }
         var outcome = IndexOutcome(extracted: 0, failed: 0, pending: 0, missingTools: [], failures: [])
         var withText: [String] = []
@@ -96,13 +96,14 @@ extension Vault {
                     }
                 }
                 try wrapped {
-                    try mutate { db in
+                    try mutate { w in
                         for (sha256, extraction) in toStore {
+                            guard let blob = BlobID(hex: sha256) else { continue }
                             switch extraction {
                             case .text(let text):
-                                try Catalog.storeText(db, sha256: sha256, version: version, text: text, error: nil)
+                                try w.storeText(of: blob, version: version, text: text, error: nil)
                             case .failed(let reason):
-                                try Catalog.storeText(db, sha256: sha256, version: version, text: nil, error: reason)
+                                try w.storeText(of: blob, version: version, text: nil, error: reason)
                             case .unavailable: break
                             }
                         }

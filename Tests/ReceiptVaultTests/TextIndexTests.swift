@@ -95,7 +95,7 @@ final class TextIndexTests: XCTestCase {
         XCTAssertEqual(try vault.indexText(tools: try realTools()).extracted, 1)
         let word = "Airport"
         XCTAssertEqual(try vault.search(word).count, 1)
-        try vault.catalog.write { try Catalog.markTextStale($0) }
+        try vault.catalog.transaction { try $0.markTextStale() }
         XCTAssertEqual(try vault.textCounts().pending, 1)
         XCTAssertEqual(try vault.search(word).count, 1)
         XCTAssertEqual(try vault.indexText(rebuild: true, tools: try realTools()).extracted, 1)
