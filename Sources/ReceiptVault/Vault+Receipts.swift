@@ -116,28 +116,9 @@ public struct ReceiptMetadata: Sendable, Equatable {
     }
 }
 
-public struct ListFilter: Sendable {
-    public var zone: String?
-    public var from: String?
-    public var to: String?
-    public var merchant: String?
-    public var category: String?
-    public var status: String?
-
-    public init(zone: String? = nil, from: String? = nil, to: String? = nil, merchant: String? = nil, category: String? = nil,
-                status: String? = nil) {
-        self.zone = zone
-        self.from = from
-        self.to = to
-        self.merchant = merchant
-        self.category = category
-        self.status = status
-    }
-}
-
 extension Vault {
     /// Receipts matching `filter`, oldest date first (undated last), then by id.
-    public func list(_ filter: ListFilter = ListFilter()) throws -> [ReceiptView] {
+    public func list(_ filter: ReceiptScope = ReceiptScope()) throws -> [ReceiptView] {
         var out: [ReceiptView] = []
         try forEachListed(filter) { out.append($0) }
         return out
@@ -145,7 +126,7 @@ extension Vault {
 
     /// The receipts `list` shows, oldest date first, handed to `body` one at a time: memory holds
     /// `chunk` receipts and their files, not the vault's (the filter is checked before the first).
-    public func forEachListed(_ filter: ListFilter = ListFilter(), chunk: Int = 256,
+    public func forEachListed(_ filter: ReceiptScope = ReceiptScope(), chunk: Int = 256,
                               _ body: (ReceiptView) throws -> Void) throws {
         let from = try filter.from.map(Validate.date)
         let to = try filter.to.map(Validate.date)
