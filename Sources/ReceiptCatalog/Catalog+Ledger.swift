@@ -39,7 +39,7 @@ final class Ledger {
     /// The tables whose triggers a ledgered transaction replaces.
     static let tables = ["receipts", "attachments", "blobs"]
 
-    func addedBlob(_ blob: NewBlob) {
+    func addedBlob(_ blob: DurableBlob) {
         counts.blobs += 1
         if blob.inline == nil { counts.externalBlobs += 1 } else { counts.inlineBlobs += 1 }
         counts.logicalBytes += blob.size

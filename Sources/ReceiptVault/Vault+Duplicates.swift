@@ -41,8 +41,8 @@ extension Vault {
     private func sign(rows: [Int64]) throws {
         let version = TextExtractor.version
         try wrapped {
-            try mutate { db in
-                let w = CatalogWriter(db)
+            try mutate { w in
+                let db = w.db
                 for row in rows {
                     let text = try Catalog.texts(db, ofRow: row, extractor: version).map(\.text).joined(separator: "\n")
                     // A text without words is stored as an empty signature: it is known, and alike to none.
@@ -105,13 +105,13 @@ extension Vault {
     public func keepApart(_ idsOrPrefixes: [String]) throws {
         guard Set(idsOrPrefixes).count >= 2 else { throw VaultError.bad("give at least two receipts to keep apart") }
         try wrapped {
-            try mutate { db in
+            try mutate { w in
+                let db = w.db
                 let rows = try idsOrPrefixes.map { given -> Int64 in
                     let id = try resolveReceipt(db, given)
                     guard let row = try Catalog.receiptRow(db, id: id) else { throw VaultError(.notFound, "no receipt \(given)") }
                     return row
                 }
-                let w = CatalogWriter(db)
                 for (i, a) in rows.enumerated() { for b in rows[(i + 1)...] where a != b { try w.keepApart(a, b) } }
             }
         }

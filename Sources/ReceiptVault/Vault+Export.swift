@@ -95,7 +95,7 @@ extension Vault {
         var destination = absolute(destination)
         while destination.count > 1 && destination.hasSuffix("/") { destination.removeLast() }
         let checked = try checkDestination(destination, zip: zip)
-        let receipts = try list(ListFilter(zone: filter.zone, from: filter.from, to: filter.to, category: filter.category,
+        let receipts = try list(ReceiptScope(zone: filter.zone, from: filter.from, to: filter.to, category: filter.category,
                                            status: filter.status))
         let items = Self.exportItems(receipts, for: purpose)
         var tally = ExportProgress(filesDone: 0, filesTotal: items.count, bytesDone: 0,

@@ -129,7 +129,7 @@ final class KeptStatsTests: XCTestCase {
         let end = try vault.stats()
         XCTAssertEqual([end.receipts, end.attachments, end.blobs], [1, 1, 1])
 
-        try vault.catalog.write { try Catalog.markTextStale($0) }
+        try vault.catalog.transaction { try $0.markTextStale() }
         try assertExact("after index --rebuild marks every text stale")
         XCTAssertEqual(try vault.stats().pendingIndex, 1)
     }
@@ -146,7 +146,7 @@ final class KeptStatsTests: XCTestCase {
         let id = try vault.importFiles([try folder.write("in/a.txt", "Corner Cafe\n")]).imported[0].id
         let triggers = try triggerNames()
         XCTAssertGreaterThan(triggers.count, 10)
-        XCTAssertThrowsError(try vault.catalog.rowsTransaction(ledgered: true) { w in try w.deleteReceipt(id) }) {
+        XCTAssertThrowsError(try vault.catalog.rowsTransaction(ledgered: true) { w in try w.removeReceipt(id, zone: Zone.personal) }) {
             XCTAssertTrue("\($0)".contains("deleteReceipt cannot run in a ledgered transaction"), "\($0)")
         }
         XCTAssertEqual(try triggerNames(), triggers)

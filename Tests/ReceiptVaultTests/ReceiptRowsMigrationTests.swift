@@ -169,7 +169,7 @@ final class ReceiptRowsMigrationTests: XCTestCase {
         XCTAssertTrue(repaired.ok, "\(repaired.problems)")
         let vault = try Vault.open(at: path)
         XCTAssertEqual(Set(try vault.list().map(\.id)).intersection([p.cafe, p.pharmacy, p.bare]), [p.cafe, p.pharmacy, p.bare])
-        let recovered = try vault.list(ListFilter(zone: Zone.recovered))
+        let recovered = try vault.list(ReceiptScope(zone: Zone.recovered))
         XCTAssertEqual(recovered.flatMap(\.attachments).map(\.sha256), [SHA256Hasher.hash(p.lost).hex])
         XCTAssertEqual(try vault.collectGarbage(graceSeconds: 0).removedBlobs, 0)
         var bytes: [UInt8] = []
