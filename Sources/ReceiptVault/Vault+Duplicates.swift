@@ -79,12 +79,14 @@ extension Vault {
     }
 
     /// For each of these receipts that may duplicate others, those others' ids (after an import).
-    public func possibleDuplicates(of ids: [String]) throws -> [String: [String]] {
+    public func possibleDuplicates(of ids: [String], createdSince: Millis? = nil) throws -> [String: [String]] {
         try wrapped {
             try catalog.read { db in
                 var out: [String: [String]] = [:]
                 for id in ids {
                     guard let row = try Catalog.receiptRow(db, id: id) else { continue }
+                    // A manifest's row may add a file to a receipt it did not create: only new receipts are reported.
+                    if let createdSince, let receipt = try Catalog.receipt(db, id), receipt.createdAt < createdSince { continue }
                     let mine = try Self.signatures(db, [row])[row]
                     let byText = try Catalog.bandNeighbours(db, row: row)
                     let texts = try Self.signatures(db, byText)
