@@ -101,6 +101,24 @@ extension Vault {
         }
     }
 
+    /// As `possibleDuplicates(of:)` for the receipts created since `createdSince` among `ids` (a manifest's
+    /// rows may add files to receipts that exist), from the vault's groups: one pass over its bands and
+    /// fields instead of a look-up per receipt (5,000 rows of a manifest: 0.25 s against 9 s, debug build).
+    public func possibleDuplicates(amongGroupsOf ids: Set<String>, createdSince: Millis) throws -> [String: [String]] {
+        var out: [String: [String]] = [:]
+        for group in try duplicateGroups() {
+            for id in group.receipts where ids.contains(id) {
+                out[id, default: []] += group.receipts.filter { $0 != id && !(out[id] ?? []).contains($0) }
+            }
+        }
+        guard !out.isEmpty else { return out }
+        let older = try wrapped {
+            try catalog.read { db in try out.keys.filter { try (Catalog.receipt(db, $0)?.createdAt ?? 0) < createdSince } }
+        }
+        for id in older { out[id] = nil }
+        return out
+    }
+
     /// Says these receipts are distinct purchases: `dups` and `import` no longer pair them.
     public func keepApart(_ idsOrPrefixes: [String]) throws {
         guard Set(idsOrPrefixes).count >= 2 else { throw VaultError.bad("give at least two receipts to keep apart") }
