@@ -122,12 +122,12 @@ extension CatalogWriter {
     /// Writes every column of the receipt's row, found by id (GRDB's `update` would look for the
     /// primary key, the row number, which a `Receipt` does not carry).
     func updateReceipt(_ receipt: Receipt) throws {
+        try ledger?.changing(receipt.id, db)
         try db.cachedStatement(sql: Self.updateReceiptSQL)
             .execute(arguments: StatementArguments(try Self.receiptValues(receipt) + [receipt.id]))
         guard db.changesCount > 0 else {
             throw DatabaseError(resultCode: .SQLITE_ERROR, message: "no receipt \(receipt.id) to update")
         }
-        ledger?.changedReceipt(receipt.id)
     }
 
     // Made once from `Receipt.columnNames` (a sync pull saves thousands of receipts).

@@ -78,6 +78,8 @@ extension CatalogWriter {
     /// Records the text of a blob (or why the extractor failed on it), replacing an older one; at
     /// this transaction's time unless `time` is given.
     public func storeText(of blob: BlobID, version: String, text: String?, error: String?, at time: Millis? = nil) throws {
+        // A ledgered transaction's new receipts have no documents yet for the text's triggers to replace.
+        try requireTriggers("storeText")
         // Prepared once: it fires the search index's triggers, which preparing compiles in (`index` and
         // a sync store thousands of texts; docs/DESIGN.md, "Statements prepared once").
         try db.cachedStatement(sql: """

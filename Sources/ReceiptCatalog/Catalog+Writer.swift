@@ -85,6 +85,7 @@ extension CatalogWriter {
     /// blob the foreign key.
     public func insertAttachment(receiptID: String, blob: BlobID, size: Int64, filename: String, mediaType: String,
                                  position: Int) throws -> Bool {
+        try ledger?.changing(receiptID, db)
         let inserted = try statements.run(2, """
             INSERT INTO attachments(receiptRow, receiptID, sha256, filename, mediaType, position, size)
             VALUES ((SELECT rowNumber FROM receipts WHERE id = ?1), ?1, ?2, ?3, ?4, ?5, ?6)
