@@ -69,7 +69,8 @@ let package = Package(
             .product(name: "X509", package: "swift-certificates"),
         ], swiftSettings: strict),
         .target(name: "ReceiptServer", dependencies: [
-            "BlobStore", "ReceiptCatalog", "ReceiptWire", "ReceiptText", "MediaTypes",
+            // ReceiptVault for the export layout the web view's download shares (Vault.writeZip).
+            "BlobStore", "ReceiptCatalog", "ReceiptVault", "ReceiptWire", "ReceiptText", "MediaTypes",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),

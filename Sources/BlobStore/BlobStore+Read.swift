@@ -16,24 +16,9 @@ extension BlobStore {
         return try Self.decode(fd, id: id, encoding: encoding, into: sink)
     }
 
-    /// Re-reads and re-hashes the blob; returns its original size. Throws as `read`.
-    @discardableResult
-    public func verify(_ id: BlobID, encoding: BlobEncoding) throws -> Int64 {
-        try read(id, encoding: encoding) { _ in }
-    }
-
-    /// Finds a blob file's encoding from its content alone: identity when the file hashes to its
-    /// name, xz when it decodes to bytes that do. nil when neither (the file is corrupt).
+    /// Finds a blob file's encoding from its content alone (`verifyEitherEncoding`).
     public func detectEncoding(_ id: BlobID) throws -> BlobEncoding? {
-        for encoding in [BlobEncoding.identity, .xz] {
-            do {
-                try verify(id, encoding: encoding)
-                return encoding
-            } catch BlobError.corrupt {
-                continue
-            }
-        }
-        return nil
+        try verifyEitherEncoding(id)?.encoding
     }
 
     /// Copies the blob's original bytes to a new file at `destination` (which must not exist).

@@ -46,7 +46,7 @@ public struct StoredBlob: Sendable, Equatable {
     /// True when an identical blob was already installed and the staging file was dropped.
     public let deduplicated: Bool
 
-    public init(id: BlobID, size: Int64, storedSize: Int64, encoding: BlobEncoding, deduplicated: Bool) {
+    init(id: BlobID, size: Int64, storedSize: Int64, encoding: BlobEncoding, deduplicated: Bool) {
         self.id = id
         self.size = size
         self.storedSize = storedSize

@@ -1,38 +1,11 @@
 import BlobStore
 import GRDB
 
-/// A blob row to insert: the bytes it describes are durable already (inline here, or a file the
-/// ingest path installed before this transaction).
-public struct NewBlob: Sendable {
-    public let id: BlobID
-    public let size: Int64
-    public let storedSize: Int64
-    public let encoding: BlobEncoding
-    public let inline: [UInt8]?
-
-    /// Bytes kept in the catalog.
-    public init(inline bytes: [UInt8], id: BlobID) {
-        self.id = id
-        size = Int64(bytes.count)
-        storedSize = Int64(bytes.count)
-        encoding = .identity
-        inline = bytes
-    }
-
-    /// A file of the blob tree.
-    public init(external id: BlobID, size: Int64, storedSize: Int64, encoding: BlobEncoding) {
-        self.id = id
-        self.size = size
-        self.storedSize = storedSize
-        self.encoding = encoding
-        inline = nil
-    }
-}
-
 extension CatalogWriter {
-    /// Inserts the blob's row unless one is there; returns whether it was inserted.
+    /// Inserts the blob's row unless one is there; returns whether it was inserted. Only from a
+    /// `DurableBlob`: a row never names bytes a power cut could still take (I1).
     @discardableResult
-    public func insertBlob(_ blob: NewBlob, createdAt: Millis? = nil) throws -> Bool {
+    public func insertBlob(_ blob: DurableBlob, createdAt: Millis? = nil) throws -> Bool {
         let inserted = try statements.run(0, """
             INSERT OR IGNORE INTO blobs(sha256, size, storedSize, encoding, inline, createdAt) VALUES (?, ?, ?, ?, ?, ?)
             """, db) {

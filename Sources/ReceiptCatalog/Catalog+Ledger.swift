@@ -31,15 +31,13 @@ final class Ledger {
     /// The rowids of the receipts this transaction inserted, and how many: SQLite gives a new row
     /// the largest rowid plus one, so they are usually one range, indexed by one statement.
     private var fresh: (first: Int64, last: Int64, count: Int)?
-    /// Receipts whose indexed fields or attachments changed (their rowid looked up at the end), but
-    /// for the attachments of the receipt inserted last (an import's common case: it is pending already).
-    private var changed = Set<String>()
+    /// The receipt inserted last: an attachment to it (an import's common case) changes no document.
     private var lastAdded: String?
 
     /// The tables whose triggers a ledgered transaction replaces.
     static let tables = ["receipts", "attachments", "blobs"]
 
-    func addedBlob(_ blob: NewBlob) {
+    func addedBlob(_ blob: DurableBlob) {
         counts.blobs += 1
         if blob.inline == nil { counts.externalBlobs += 1 } else { counts.inlineBlobs += 1 }
         counts.logicalBytes += blob.size
@@ -58,14 +56,20 @@ final class Ledger {
         }
     }
 
-    func changedReceipt(_ id: String) {
-        changed.insert(id)
+    /// Before the receipt's indexed fields or attachments change: a receipt indexed before this
+    /// transaction loses its document while the index can still be told what it was (the index holds
+    /// no copy: `SearchIndex`), and is indexed again when the transaction settles.
+    func changing(_ id: String, _ db: Database) throws {
+        if id == lastAdded { return }
+        guard let rowid = try Int64.fetchOne(db.cachedStatement(sql: "SELECT rowNumber FROM receipts WHERE id = ?"), arguments: [id]),
+              pending[rowid] == nil else { return }
+        try db.cachedStatement(sql: SearchIndex.forget(where: "r.rowNumber = ?")).execute(arguments: [rowid])
+        pending[rowid] = false
     }
 
     func addedAttachment(receiptID: String, blob: BlobID) {
         counts.attachments += 1
         attached[blob, default: 0] += 1
-        if receiptID != lastAdded { changed.insert(receiptID) }
     }
 
     /// The triggers of `tables`, dropped until `restore`: their names and text, in creation order
@@ -123,22 +127,16 @@ final class Ledger {
                     ON CONFLICT(extractor, state) DO UPDATE SET blobs = blobs + excluded.blobs
                 """, arguments: [key[0], key[1], delta])
         }
-        // Statements prepared once per settle, not once per receipt: a span notes ~16,000.
-        let rowidOf = try db.cachedStatement(sql: "SELECT rowid FROM receipts WHERE id = ?")
-        for id in changed {
-            if let rowid = try Int64.fetchOne(rowidOf, arguments: [id]), pending[rowid] == nil {
-                pending[rowid] = false
-            }
-        }
         // The new receipts at once when they fill their range (nothing else in it: a ledgered transaction
         // deletes nothing); the others one by one.
         if let range = fresh, range.last - range.first + 1 == Int64(range.count) {
-            try db.execute(sql: SearchIndex.document(where: "r.rowid BETWEEN ? AND ?"), arguments: [range.first, range.last])
+            try db.execute(sql: SearchIndex.index(where: "r.rowNumber BETWEEN ? AND ?"), arguments: [range.first, range.last])
             pending = pending.filter { !$0.value }
         }
-        let note = try db.cachedStatement(sql: "INSERT INTO searchPending(receipt, fresh) VALUES (?, ?)")
-        for (rowid, isNew) in pending.sorted(by: { $0.key < $1.key }) {
-            try note.execute(arguments: [rowid, isNew ? 1 : 0])
+        // Prepared once per settle, not once per receipt: a span notes ~16,000.
+        let note = try db.cachedStatement(sql: "INSERT INTO searchPending(receipt) VALUES (?)")
+        for rowid in pending.keys.sorted() {
+            try note.execute(arguments: [rowid])
         }
         if !pending.isEmpty { try db.execute(sql: SearchIndex.flushPending) }
     }

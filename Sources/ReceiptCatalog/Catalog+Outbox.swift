@@ -3,14 +3,19 @@ import GRDB
 /// The outbox (table `changes`): local mutations of receipts a sync has not pushed yet. Its one
 /// writer is `CatalogWriter`, so an entry is always written in the transaction of its change (I6).
 extension CatalogWriter {
-    /// The outbox entry of a receipt this transaction changed.
-    public func recordChange(_ receiptID: String, zone: String, _ kind: Change.Kind, at: Millis? = nil) throws {
+    /// The outbox entry of a receipt this transaction changed (by the verbs that change receipts).
+    func recordChange(_ receiptID: String, zone: String, _ kind: Change.Kind, at: Millis? = nil) throws {
         _ = try statements.run(3, "INSERT INTO changes(receiptID, zone, kind, at) VALUES (?, ?, ?, ?)", db) {
             $0.text(receiptID)
             $0.text(zone)
             $0.text(kind.rawValue)
             $0.int(at ?? now)
         }
+    }
+
+    /// An entry of an unreadable catalog's outbox, carried into the rebuilt one.
+    public func restoreChange(_ receiptID: String, zone: String, _ kind: Change.Kind, at: Millis?) throws {
+        try recordChange(receiptID, zone: zone, kind, at: at)
     }
 
     /// Ensures the outbox holds an entry for the receipt (a merged version the server has not seen).

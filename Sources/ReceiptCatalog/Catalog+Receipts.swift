@@ -75,28 +75,59 @@ public enum ReportKey: Sendable {
     }
 }
 
+/// A receipt's local changes: each verb writes the receipt's row and its outbox entry in this
+/// transaction (I6), so no caller can change a receipt without the change being sent.
 extension CatalogWriter {
-    /// Inserts a new receipt (the manifest import's rows go through `insertReceipt(_:tagsJSON:)`).
-    public func insertReceipt(_ receipt: Receipt) throws {
-        try insertReceipt(receipt, tagsJSON: try Self.tagsJSON(receipt.tags))
+    /// A new receipt (`tagsJSON`: its tags column when the caller has it made already).
+    public func addReceipt(_ receipt: Receipt, tagsJSON: String? = nil) throws {
+        try insertReceipt(receipt, tagsJSON: try tagsJSON ?? Self.tagsJSON(receipt.tags))
+        try recordChange(receipt.id, zone: receipt.zone, .upsert)
     }
 
+    /// The receipt's every column as given.
+    public func changeReceipt(_ receipt: Receipt) throws {
+        try updateReceipt(receipt)
+        try recordChange(receipt.id, zone: receipt.zone, .upsert)
+    }
+
+    /// Deletes the receipt (its attachments by cascade); its blobs stay until gc.
+    public func removeReceipt(_ id: String, zone: String) throws {
+        try deleteReceipt(id)
+        try recordChange(id, zone: zone, .delete)
+    }
+
+    /// Sets the receipt's modification time to this transaction's (it gained an attachment).
+    public func touchReceipt(_ id: String, zone: String) throws {
+        try db.execute(sql: "UPDATE receipts SET modifiedAt = ? WHERE id = ?", arguments: [now, id])
+        try recordChange(id, zone: zone, .upsert)
+    }
+}
+
+/// A receipt as the sync server has it: written without an outbox entry (the server has it).
+extension CatalogWriter {
+    /// Inserts the receipt or replaces its row (a version pulled from the server), keeping its row number.
+    public func savePulled(_ receipt: Receipt) throws {
+        try requireTriggers("savePulled")
+        try db.cachedStatement(sql: Self.saveReceiptSQL)
+            .execute(arguments: StatementArguments([receipt.id] + (try Self.receiptValues(receipt))))
+    }
+
+    /// Deletes the receipt the server deleted.
+    public func deletePulled(_ id: String) throws {
+        try deleteReceipt(id)
+    }
+}
+
+extension CatalogWriter {
     /// Writes every column of the receipt's row, found by id (GRDB's `update` would look for the
     /// primary key, the row number, which a `Receipt` does not carry).
-    public func updateReceipt(_ receipt: Receipt) throws {
+    func updateReceipt(_ receipt: Receipt) throws {
+        try ledger?.changing(receipt.id, db)
         try db.cachedStatement(sql: Self.updateReceiptSQL)
             .execute(arguments: StatementArguments(try Self.receiptValues(receipt) + [receipt.id]))
         guard db.changesCount > 0 else {
             throw DatabaseError(resultCode: .SQLITE_ERROR, message: "no receipt \(receipt.id) to update")
         }
-        ledger?.changedReceipt(receipt.id)
-    }
-
-    /// Inserts the receipt or replaces its row (a version pulled from the server), keeping its row number.
-    public func saveReceipt(_ receipt: Receipt) throws {
-        try requireTriggers("saveReceipt")
-        try db.cachedStatement(sql: Self.saveReceiptSQL)
-            .execute(arguments: StatementArguments([receipt.id] + (try Self.receiptValues(receipt))))
     }
 
     // Made once from `Receipt.columnNames` (a sync pull saves thousands of receipts).
@@ -118,15 +149,9 @@ extension CatalogWriter {
         String(decoding: try Receipt.databaseJSONEncoder(for: "tags").encode(tags), as: UTF8.self)
     }
 
-    /// Deletes the receipt (its attachments by cascade); its blobs stay until gc.
-    public func deleteReceipt(_ id: String) throws {
+    func deleteReceipt(_ id: String) throws {
         try requireTriggers("deleteReceipt")
         try db.execute(sql: "DELETE FROM receipts WHERE id = ?", arguments: [id])
-    }
-
-    /// Sets the receipt's modification time to this transaction's.
-    public func touchReceipt(_ id: String) throws {
-        try db.execute(sql: "UPDATE receipts SET modifiedAt = ? WHERE id = ?", arguments: [now, id])
     }
 
     /// Sets the page cache of this connection (KiB): a large import's batches write each index page once.

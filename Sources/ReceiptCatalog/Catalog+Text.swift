@@ -1,3 +1,4 @@
+import BlobStore
 import GRDB
 
 /// A blob whose text is still to be extracted, with the media type of (one of) its attachments.
@@ -71,23 +72,30 @@ extension Catalog {
         try String.fetchOne(db, sql: "SELECT sha256 FROM blobs WHERE rowid = ?", arguments: [row])
     }
 
-    /// Records the text of a blob (or why the extractor failed on it), replacing an older one.
-    public static func storeText(_ db: Database, sha256: String, version: String, text: String?, error: String?,
-                                 at time: Millis = nowMillis()) throws {
+}
+
+extension CatalogWriter {
+    /// Records the text of a blob (or why the extractor failed on it), replacing an older one; at
+    /// this transaction's time unless `time` is given.
+    public func storeText(of blob: BlobID, version: String, text: String?, error: String?, at time: Millis? = nil) throws {
+        // A ledgered transaction's new receipts have no documents yet for the text's triggers to replace.
+        try requireTriggers("storeText")
         // Prepared once: it fires the search index's triggers, which preparing compiles in (`index` and
         // a sync store thousands of texts; docs/DESIGN.md, "Statements prepared once").
         try db.cachedStatement(sql: """
             INSERT INTO blobText(sha256, extractor, state, text, error, extractedAt) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT(sha256) DO UPDATE SET extractor = excluded.extractor, state = excluded.state,
                 text = excluded.text, error = excluded.error, extractedAt = excluded.extractedAt
-            """).execute(arguments: [sha256, version, text == nil ? "failed" : "text", text ?? "", error, time])
+            """).execute(arguments: [blob.hex, version, text == nil ? "failed" : "text", text ?? "", error, time ?? now])
     }
 
     /// Makes every blob pending again (`index --rebuild`); the old texts stay searchable until replaced.
-    public static func markTextStale(_ db: Database) throws {
+    public func markTextStale() throws {
         try db.execute(sql: "UPDATE blobText SET extractor = '' ")
     }
+}
 
+extension Catalog {
     /// The extracted text of each of `hashes` that has some.
     public static func texts(_ db: Database, _ hashes: [String]) throws -> [String: String] {
         guard !hashes.isEmpty else { return [:] }
@@ -131,9 +139,9 @@ extension Catalog {
     }
 
     /// The stored text (or failure) of a blob for `version`.
-    public static func storedText(_ db: Database, _ sha256: String, version: String) throws -> StoredText? {
+    public static func storedText(_ db: Database, _ blob: BlobID, version: String) throws -> StoredText? {
         guard let row = try Row.fetchOne(db, sql: "SELECT state, text, error FROM blobText WHERE sha256 = ? AND extractor = ?",
-                                         arguments: [sha256, version]) else { return nil }
+                                         arguments: [blob.hex, version]) else { return nil }
         return row["state"] == "failed" ? StoredText(text: nil, error: row["error"]) : StoredText(text: row["text"], error: nil)
     }
 }

@@ -15,11 +15,7 @@ public struct CatalogWriter {
     /// them here, since the row triggers are suspended.
     let ledger: Ledger?
 
-    public init(_ db: Database, now: Millis = nowMillis()) {
-        self.init(db, now: now, ledger: nil)
-    }
-
-    init(_ db: Database, now: Millis = nowMillis(), ledger: Ledger?) {
+    init(_ db: Database, now: Millis = nowMillis(), ledger: Ledger? = nil) {
         self.db = db
         self.now = now
         self.ledger = ledger
@@ -70,7 +66,7 @@ extension Catalog {
 
 extension CatalogWriter {
     /// Inserts a new receipt (its `tags` column given as the JSON text GRDB's Codable records write).
-    public func insertReceipt(_ r: Receipt, tagsJSON: String) throws {
+    func insertReceipt(_ r: Receipt, tagsJSON: String) throws {
         // Bound in the order of `Receipt.columnNames`.
         _ = try statements.run(1, Self.insertReceiptSQL, db) {
             for text in [r.id, r.zone, r.merchant, r.date, r.total, r.currency, r.category, r.note, tagsJSON] { $0.text(text) }
@@ -89,6 +85,7 @@ extension CatalogWriter {
     /// blob the foreign key.
     public func insertAttachment(receiptID: String, blob: BlobID, size: Int64, filename: String, mediaType: String,
                                  position: Int) throws -> Bool {
+        try ledger?.changing(receiptID, db)
         let inserted = try statements.run(2, """
             INSERT INTO attachments(receiptRow, receiptID, sha256, filename, mediaType, position, size)
             VALUES ((SELECT rowNumber FROM receipts WHERE id = ?1), ?1, ?2, ?3, ?4, ?5, ?6)

@@ -105,7 +105,7 @@ enum ReceiptRows {
             CREATE INDEX attachments_by_blob ON attachments(sha256);
             """)
         // The rowids are kept, so the search index's rows and the kept counts stay as they were.
-        try SearchIndex.createTriggers(db, .row)
+        try SearchIndexV3.createTriggers(db, .row)
         try KeptCounts.createTriggers(db, .row)
     }
 }

@@ -107,7 +107,7 @@ enum Schema {
                     extractedAt INTEGER NOT NULL
                 ) WITHOUT ROWID;
                 """)
-            try SearchIndex.create(db)
+            try SearchIndexV3.create(db)
         }
         m.registerMigration("v4-total-index") { db in
             // `receipt search 12.99` looks receipts up by their total: without an index that read the
@@ -116,8 +116,8 @@ enum Schema {
         }
         m.registerMigration("v4-search-held") { db in
             // A bulk writer indexes each receipt once, after its attachments, instead of once per row
-            // (`SearchIndex.heldTriggers`); every other writer keeps the row triggers of v3.
-            try SearchIndex.heldTriggers(db)
+            // (`SearchIndexV3.heldTriggers`); every other writer keeps the row triggers of v3.
+            try SearchIndexV3.heldTriggers(db)
         }
         m.registerMigration("v5-kept-counts") { db in
             // What `stats` and `index` count, kept by triggers (KeptCounts.swift): counting it took a
@@ -154,6 +154,12 @@ enum Schema {
             // (Catalog+TextSignatures.swift). New tables only; signatures of texts read before are
             // made when `dups` first runs.
             try db.execute(sql: Catalog.textSignaturesSQL)
+        }
+        m.registerMigration("v11-search-text-once") { db in
+            // The search index reads each receipt's text where the catalog stores it (`SearchIndex`)
+            // instead of keeping a copy of it: the index of v3–v10 is dropped and built again from
+            // the stored text, in this migration's transaction.
+            try SearchIndex.migrate(db)
         }
         return m
     }

@@ -54,6 +54,8 @@ struct ImportCommand: ParsableCommand {
     func run() throws {
         let vault = try options.openVault()
         if let manifest {
+            // A row may add a file to a receipt that exists: only receipts created from here on are new.
+            let started = nowMillis()
             let progress = ProgressLine("importing")
             let update: (ManifestProgress) -> Void = {
                 switch $0.phase {
@@ -68,16 +70,19 @@ struct ImportCommand: ParsableCommand {
                 let spool = try JSONReportSpool(in: vault.interimPath)
                 let summary = try vault.importManifestStreamed(manifest, zone: zone, progress: update) { try spool.add($0) }
                 progress.finish()
-                try spool.print(failed: summary.failed)
+                // Read first, as for files: a duplicate is known only once the new receipts' text and fields are.
                 try indexAfterImport(vault, only: nil)
+                try spool.print(failed: summary.failed, duplicates: Self.possibleDuplicates(of: spool.added, vault, createdSince: started))
                 return try renderFailures(summary.failed)
             }
             // Lines go out as each batch commits, not all at the end: memory stays flat with the row count.
             var text = ""
+            var added = Set<String>()
             let summary: ManifestSummary
             do {
                 summary = try vault.importManifestStreamed(manifest, zone: zone, progress: update) { item in
                     guard !item.existing else { return }
+                    added.insert(item.id)
                     text += Self.line(item)
                     if text.utf8.count >= 1 << 16 {
                         progress.finish()
@@ -93,10 +98,10 @@ struct ImportCommand: ParsableCommand {
             }
             progress.finish()
             if !text.isEmpty { Output.write(text) }
-            return try thenIndex(vault, only: nil) {
+            return try thenIndex(vault, only: nil, render: {
                 try renderSummary(added: summary.added, receipts: summary.receiptsAdded, existing: summary.existing,
                                   failed: summary.failed)
-            }
+            }, then: { Self.printDuplicates(Self.possibleDuplicates(of: added, vault, createdSince: started)) })
         }
         var metadata = meta.metadata
         if !tags.isEmpty { metadata.tags = tags }
@@ -109,16 +114,16 @@ struct ImportCommand: ParsableCommand {
         if options.json {
             // Read first: a duplicate is known only once the new receipts' text and fields are.
             try indexAfterImport(vault, only: blobs)
-            return try render(try Self.markingDuplicates(report, vault), json: true)
+            return try render(Self.markingDuplicates(report, vault), json: true)
         }
-        try thenIndex(vault, only: blobs) { try render(report, json: false) }
-        try Self.printDuplicates(try Self.markingDuplicates(report, vault))
+        let added = Set(report.imported.filter { !$0.existing }.map(\.id))
+        try thenIndex(vault, only: blobs, render: { try render(report, json: false) },
+                      then: { Self.printDuplicates(Self.possibleDuplicates(of: added, vault)) })
     }
 
-    /// The report with each new receipt's possible duplicates; a failure to look leaves it as it was.
-    static func markingDuplicates(_ report: ImportReport, _ vault: Vault) throws -> ImportReport {
-        let added = report.imported.filter { !$0.existing }.map(\.id)
-        guard let found = try? vault.possibleDuplicates(of: Array(Set(added))), !found.isEmpty else { return report }
+    /// The report with each new receipt's possible duplicates.
+    static func markingDuplicates(_ report: ImportReport, _ vault: Vault) -> ImportReport {
+        let found = possibleDuplicates(of: Set(report.imported.filter { !$0.existing }.map(\.id)), vault)
         var marked = report
         for i in marked.imported.indices where !marked.imported[i].existing {
             marked.imported[i].possibleDuplicateOf = found[marked.imported[i].id]
@@ -126,20 +131,29 @@ struct ImportCommand: ParsableCommand {
         return marked
     }
 
-    static func printDuplicates(_ report: ImportReport) throws {
-        var said = Set<String>()
-        for item in report.imported {
-            guard let others = item.possibleDuplicateOf, said.insert(item.id).inserted else { continue }
-            Output.line("\(item.id.prefix(8))  may duplicate \(others.map { String($0.prefix(8)) }.joined(separator: ", "))"
+    /// Receipts each of `added` may duplicate; a failure to look reports none (the import stands).
+    /// A manifest's rows (`createdSince`: when it started) are looked up in the vault's groups, in one pass.
+    static func possibleDuplicates(of added: Set<String>, _ vault: Vault, createdSince: Millis? = nil) -> [String: [String]] {
+        guard !added.isEmpty else { return [:] }
+        if let createdSince { return (try? vault.possibleDuplicates(amongGroupsOf: added, createdSince: createdSince)) ?? [:] }
+        return (try? vault.possibleDuplicates(of: added.sorted())) ?? [:]
+    }
+
+    /// One line per new receipt that may duplicate others (import, a manifest's import, watch).
+    static func printDuplicates(_ found: [String: [String]]) {
+        for (id, others) in found.sorted(by: { $0.key < $1.key }) {
+            Output.line("\(id.prefix(8))  may duplicate \(others.map { String($0.prefix(8)) }.joined(separator: ", "))"
                 + " (`receipt dups` lists them; nothing was removed)")
         }
     }
 
-    /// Renders the import's report, then indexes (also when some files failed: exit 1 comes after).
-    func thenIndex(_ vault: Vault, only: Set<String>?, render: () throws -> Void) throws {
+    /// Renders the import's report, then indexes (also when some files failed: exit 1 comes after), then
+    /// `then` (what needs the text read).
+    func thenIndex(_ vault: Vault, only: Set<String>?, render: () throws -> Void, then: () -> Void = {}) throws {
         var rendered: Error?
         do { try render() } catch { rendered = error }
         try indexAfterImport(vault, only: only)
+        then()
         if let rendered { throw rendered }
     }
 
@@ -200,8 +214,11 @@ extension ImportCommand {
 final class JSONReportSpool {
     private let file: FileHandle
     private let encoder = Output.jsonEncoder()
+    private let compact = JSONEncoder()
     private var count = 0
     private var pending = Data()
+    /// The new receipts among the rows (their possible duplicates are looked up at the end).
+    private(set) var added = Set<String>()
 
     init(in folder: String) throws {
         var template = Array((folder + "/receipt-report-XXXXXX").utf8CString)
@@ -213,18 +230,18 @@ final class JSONReportSpool {
         file = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
     }
 
-    /// One row, indented as an element of the "imported" array.
+    /// One row, kept as one compact line until `print` knows its possible duplicates.
     func add(_ item: ImportedFile) throws {
-        if count > 0 { pending.append(contentsOf: Array(",\n".utf8)) }
         count += 1
-        let text = String(decoding: try encoder.encode(item), as: UTF8.self)
-        pending.append(contentsOf: Array(text.split(separator: "\n", omittingEmptySubsequences: false)
-            .map { "    " + $0 }.joined(separator: "\n").utf8))
+        if !item.existing { added.insert(item.id) }
+        pending.append(try compact.encode(item))
+        pending.append(UInt8(ascii: "\n"))
         if pending.count >= 1 << 16 { try flush() }
     }
 
-    /// Prints the whole document: the envelope as the encoder writes it, the rows spliced in.
-    func print(failed: [FailedFile]) throws {
+    /// Prints the whole document: the envelope as the encoder writes it, the rows spliced in, each new
+    /// one with the receipts it may duplicate.
+    func print(failed: [FailedFile], duplicates: [String: [String]]) throws {
         try flush()
         let envelope = String(decoding: try encoder.encode(ImportReport(failed: failed)), as: UTF8.self)
         let emptyImported = "\"imported\" : [\n\n  ]\n}"
@@ -233,7 +250,23 @@ final class JSONReportSpool {
         }
         Output.write(String(envelope.dropLast(emptyImported.count)) + "\"imported\" : [\n")
         try file.seek(toOffset: 0)
-        while let chunk = try file.read(upToCount: 1 << 16), !chunk.isEmpty { FileHandle.standardOutput.write(chunk) }
+        let decoder = JSONDecoder()
+        var rest = Data()
+        var first = true
+        while let chunk = try file.read(upToCount: 1 << 16), !chunk.isEmpty {
+            rest.append(chunk)
+            var out = Data()
+            while let end = rest.firstIndex(of: UInt8(ascii: "\n")) {
+                var item = try decoder.decode(ImportedFile.self, from: rest[rest.startIndex..<end])
+                rest = rest[(end + 1)...]
+                if !item.existing { item.possibleDuplicateOf = duplicates[item.id] }
+                let text = String(decoding: try encoder.encode(item), as: UTF8.self)
+                out.append(contentsOf: Array(((first ? "" : ",\n") + text.split(separator: "\n", omittingEmptySubsequences: false)
+                    .map { "    " + $0 }.joined(separator: "\n")).utf8))
+                first = false
+            }
+            FileHandle.standardOutput.write(out)
+        }
         Output.write("\n  ]\n}\n")
     }
 

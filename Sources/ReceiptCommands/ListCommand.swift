@@ -8,17 +8,13 @@ struct ListCommand: ParsableCommand {
         discussion: "Example: receipt list --from 2025-01-01 --to 2025-12-31 --category health --json")
 
     @OptionGroup var options: VaultOptions
-    @Option(help: "Only this zone.") var zone: String?
-    @Option(help: ArgumentHelp("Only dated on or after.", valueName: "YYYY-MM-DD")) var from: String?
-    @Option(help: ArgumentHelp("Only dated on or before.", valueName: "YYYY-MM-DD")) var to: String?
+    @OptionGroup var scope: ScopeOptions
     @Option(help: "Only this merchant (case-insensitive).") var merchant: String?
-    @Option(help: "Only this category (case-insensitive).") var category: String?
-    @Option(help: ArgumentHelp("Only receipts whose claim stands so.", valueName: "none|submitted|reimbursed|denied"))
-    var status: String?
 
     func run() throws {
         let vault = try options.openVaultForReading()
-        let filter = ListFilter(zone: zone, from: from, to: to, merchant: merchant, category: category, status: status)
+        var filter = scope.scope
+        filter.merchant = merchant
         // Streamed: a receipt is written as it is read, so memory does not grow with the vault.
         let out = BufferedOutput()
         defer { out.flush() }

@@ -60,6 +60,7 @@ struct WatchCommand: ParsableCommand {
                                        + "complete after \(settle) s unchanged); SIGINT or SIGTERM stops it after the file in flight")
         try inbox.run(once: once, stop: stop, report: display.add, waiting: display.waiting) {
             if !noIndex { display.indexImported(vault, options: text) }
+            display.reportDuplicates(vault)
         }
         display.finish()
         if options.json { try Output.json(display.report) }
@@ -95,6 +96,8 @@ final class WatchDisplay {
     private(set) var report = WatchReport()
     /// Blobs of the receipts imported since the last extraction of their text.
     private var unindexed: Set<String> = []
+    /// Receipts imported since their possible duplicates were last looked for.
+    private var unchecked: Set<String> = []
 
     init(dir: String, json: Bool, announce: String?) {
         self.dir = dir
@@ -110,6 +113,7 @@ final class WatchDisplay {
         case .imported(let item):
             report.imported.append(item)
             unindexed.insert(item.sha256)
+            unchecked.insert(item.id)
             line = "imported   \(item.id.prefix(8))  \(path)\(moved)"
         case .duplicate(let sha256, let receipt):
             report.duplicates.append(.init(path: outcome.path, sha256: sha256))
@@ -144,6 +148,21 @@ final class WatchDisplay {
         } catch {
             Output.note("receipt: the files are imported, but their text was not indexed (\(Failure.describe(error).message)): "
                 + "run `receipt index`")
+        }
+        status()
+    }
+
+    /// The new receipts that may duplicate others (once their text is read), reported as `import` does.
+    func reportDuplicates(_ vault: Vault) {
+        let found = ImportCommand.possibleDuplicates(of: unchecked, vault)
+        unchecked = []
+        guard !found.isEmpty else { return }
+        for i in report.imported.indices.reversed() {
+            if let others = found[report.imported[i].id] { report.imported[i].possibleDuplicateOf = others }
+        }
+        if !json {
+            clear()
+            ImportCommand.printDuplicates(found)
         }
         status()
     }

@@ -99,8 +99,7 @@ public enum ServerBackup {
         try store.forEachFile { file in
             guard let id = file.id else { return problems.append("\(file.path) is not a blob's file") }
             do {
-                guard let encoding = try store.detectEncoding(id) else { return problems.append("\(file.path) is not a blob's file") }
-                _ = try store.verify(id, encoding: encoding)
+                guard try store.verifyEitherEncoding(id) != nil else { return problems.append("\(file.path) is not a blob's file") }
                 blobs += 1
                 bytes += file.storedSize
                 present.insert(id.hex)

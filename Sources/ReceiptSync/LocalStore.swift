@@ -37,10 +37,9 @@ enum LocalStore {
 
     /// Makes the local receipt `id` in `zone` hold `content` (nil: deletes it). Every blob it
     /// references must already be in the catalog.
-    static func apply(_ db: Database, id: String, zone: String, content: WireReceipt?) throws {
-        let w = CatalogWriter(db)
+    static func apply(_ w: CatalogWriter, id: String, zone: String, content: WireReceipt?) throws {
         guard let content else {
-            try w.deleteReceipt(id)
+            try w.deletePulled(id)
             return
         }
         let receipt = Receipt(id: id, zone: zone, merchant: content.merchant, date: content.date, total: content.total,
@@ -52,7 +51,7 @@ enum LocalStore {
             guard let blob = BlobID(hex: a.sha256) else { throw SyncError("receipt \(id) names an invalid blob address '\(a.sha256)'") }
             return (sha256: blob, filename: a.filename, mediaType: a.mediaType)
         }
-        try w.saveReceipt(receipt)
+        try w.savePulled(receipt)
         try w.replaceAttachments(of: id, with: files)
     }
 
@@ -67,8 +66,8 @@ enum LocalStore {
         return SyncState(zone: row.zone, changeTag: row.changeTag, base: decode(row.base))
     }
 
-    static func setState(_ db: Database, _ id: String, zone: String, tag: String, base: WireReceipt?) throws {
-        try CatalogWriter(db).setSyncState(id, SyncStateRow(zone: zone, changeTag: tag, base: try encode(base)))
+    static func setState(_ w: CatalogWriter, _ id: String, zone: String, tag: String, base: WireReceipt?) throws {
+        try w.setSyncState(id, SyncStateRow(zone: zone, changeTag: tag, base: try encode(base)))
     }
 
     static func hasPending(_ db: Database, _ id: String) throws -> Bool {
@@ -76,8 +75,8 @@ enum LocalStore {
     }
 
     /// Ensures the outbox holds an entry for `id` (a merged version the server has not seen yet).
-    static func ensurePending(_ db: Database, _ id: String, zone: String, deleted: Bool) throws {
-        try CatalogWriter(db).recordChangeUnlessPending(id, zone: zone, deleted ? .delete : .upsert)
+    static func ensurePending(_ w: CatalogWriter, _ id: String, zone: String, deleted: Bool) throws {
+        try w.recordChangeUnlessPending(id, zone: zone, deleted ? .delete : .upsert)
     }
 
     /// Addresses among `ids` the catalog does not hold, in order.

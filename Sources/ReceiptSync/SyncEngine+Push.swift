@@ -84,7 +84,7 @@ extension SyncEngine {
                 guard let zone = zones[zoneName] else { continue }
                 if current == nil && (state == nil || state?.base == nil) {
                     // Created and deleted before the server saw it, or already deleted there.
-                    try CatalogWriter(db).settle(id, through: change.seq)
+                    try w.settle(id, through: change.seq)
                     continue
                 }
                 let baseTag = state?.zone == zoneName ? state?.changeTag : nil
@@ -154,8 +154,8 @@ extension SyncEngine {
                 switch result.status {
                 case .saved:
                     guard let tag = result.changeTag else { continue }
-                    try LocalStore.setState(db, result.id, zone: item.zone.local, tag: tag, base: item.record.receipt)
-                    try CatalogWriter(db).settle(result.id, through: item.seq)
+                    try LocalStore.setState(w, result.id, zone: item.zone.local, tag: tag, base: item.record.receipt)
+                    try w.settle(result.id, through: item.seq)
                     if item.record.baseTag == nil { firstPushed.note(item.record.receipt) }
                     report.pushed += 1
                 case .conflict:

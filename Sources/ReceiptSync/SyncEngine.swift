@@ -196,9 +196,9 @@ public final class SyncEngine {
     /// Merges each conflicting record (base, local, server) and keeps the merge pending when it
     /// differs from the server's version.
     func resolve(_ conflicts: [(ZoneRef, WireRecord)]) async throws {
-        try await withBlobs(Self.blobSizes(conflicts.map(\.1.receipt))) { db in
+        try await withBlobs(Self.blobSizes(conflicts.map(\.1.receipt))) { w in
             for (zone, server) in conflicts {
-                try self.mergeIn(db, zone: zone, server: server)
+                try self.mergeIn(w, zone: zone, server: server)
                 self.report.conflicts += 1
             }
         }
@@ -206,21 +206,22 @@ public final class SyncEngine {
 
     /// Applies a server version to a record with local changes: 3-way merge, outbox kept only when
     /// the merge differs from the server's version.
-    func mergeIn(_ db: Database, zone: ZoneRef, server: WireRecord) throws {
+    func mergeIn(_ w: CatalogWriter, zone: ZoneRef, server: WireRecord) throws {
+        let db = w.db
         let current = try LocalStore.content(db, server.id)
         let local = current?.zone == zone.local ? current?.receipt : nil
         let state = try LocalStore.state(db, server.id)
         let merged = ReceiptMerge.merge(base: state?.base, local: local, server: server.receipt)
         if !LocalStore.same(merged, local) {
-            try LocalStore.apply(db, id: server.id, zone: zone.local, content: merged)
+            try LocalStore.apply(w, id: server.id, zone: zone.local, content: merged)
         }
         if !server.changeTag.isEmpty {
-            try LocalStore.setState(db, server.id, zone: zone.local, tag: server.changeTag, base: server.receipt)
+            try LocalStore.setState(w, server.id, zone: zone.local, tag: server.changeTag, base: server.receipt)
         }
         if LocalStore.same(merged, server.receipt) {
-            try CatalogWriter(db).settle(server.id)
+            try w.settle(server.id)
         } else {
-            try LocalStore.ensurePending(db, server.id, zone: zone.local, deleted: merged == nil)
+            try LocalStore.ensurePending(w, server.id, zone: zone.local, deleted: merged == nil)
         }
     }
 
@@ -262,9 +263,9 @@ public final class SyncEngine {
             let coming = Set(Self.blobSizes(page.records.map(\.receipt)).keys)
             ahead = page.more ? Task { try await pages.fetch(since: page.changeToken, excluding: coming) } : nil
             try checkNotWiping()
-            try commit(fetched.blobs) { db in
-                for record in page.records { try self.applyPulled(db, zone: zone, record: record) }
-                try CatalogWriter(db).setChangeToken(page.changeToken, zone: zone.local)
+            try commit(fetched.blobs) { w in
+                for record in page.records { try self.applyPulled(w, zone: zone, record: record) }
+                try w.setChangeToken(page.changeToken, zone: zone.local)
             }
         }
     }
@@ -306,7 +307,8 @@ public final class SyncEngine {
         if zone.role == .owner { requeued.append(zone) }
     }
 
-    func applyPulled(_ db: Database, zone: ZoneRef, record: WireRecord) throws {
+    func applyPulled(_ w: CatalogWriter, zone: ZoneRef, record: WireRecord) throws {
+        let db = w.db
         let state = try LocalStore.state(db, record.id)
         if state?.changeTag == record.changeTag { return } // this vault's own push coming back
         if let problem = record.receipt?.validationError() {
@@ -318,19 +320,19 @@ public final class SyncEngine {
             // The receipt moved between zones: the former zone's tombstone says nothing about it,
             // the new zone's version is where it lives now.
             guard let receipt = record.receipt else { return }
-            try LocalStore.apply(db, id: record.id, zone: zone.local, content: receipt)
-            try LocalStore.setState(db, record.id, zone: zone.local, tag: record.changeTag, base: receipt)
-            try CatalogWriter(db).settle(record.id)
+            try LocalStore.apply(w, id: record.id, zone: zone.local, content: receipt)
+            try LocalStore.setState(w, record.id, zone: zone.local, tag: record.changeTag, base: receipt)
+            try w.settle(record.id)
             report.pulled += 1
             return
         }
         if try LocalStore.hasPending(db, record.id) {
-            try mergeIn(db, zone: zone, server: record)
+            try mergeIn(w, zone: zone, server: record)
         } else {
             if !LocalStore.same(current?.receipt, record.receipt) {
-                try LocalStore.apply(db, id: record.id, zone: zone.local, content: record.receipt)
+                try LocalStore.apply(w, id: record.id, zone: zone.local, content: record.receipt)
             }
-            try LocalStore.setState(db, record.id, zone: zone.local, tag: record.changeTag, base: record.receipt)
+            try LocalStore.setState(w, record.id, zone: zone.local, tag: record.changeTag, base: record.receipt)
         }
         report.pulled += 1
     }
@@ -345,7 +347,7 @@ public final class SyncEngine {
     /// Downloads the blobs among `blobs` (address → size, as the records say) the vault lacks, holding
     /// the vault lock shared (so gc cannot take an installed but not yet referenced file), then runs
     /// `body` in one transaction that also inserts their rows.
-    func withBlobs(_ blobs: [String: Int64], _ body: (Database) throws -> Void) async throws {
+    func withBlobs(_ blobs: [String: Int64], _ body: (CatalogWriter) throws -> Void) async throws {
         try await vault.whileLocked(.shared) {
             try commit(try await Self.fetchMissing(blobs, vault: vault, transfer: transfer, limit: transfersAtOnce,
                                                    progress: progress), body)
@@ -381,8 +383,8 @@ public final class SyncEngine {
     /// Hands the fetched blobs to the vault's ingest path: installed durably (one flush for all),
     /// then in one transaction their rows and `body`, on the catalog the vault opened. The caller
     /// holds the vault lock shared (the ingest path finds it held).
-    func commit(_ fetched: [FetchedBlob], _ body: (Database) throws -> Void) throws {
+    func commit(_ fetched: [FetchedBlob], _ body: (CatalogWriter) throws -> Void) throws {
         report.blobsDownloaded += fetched.count
-        try vault.ingestOnce(fetched.map(\.source)) { w, _ in try body(w.db) }
+        try vault.ingestOnce(fetched.map(\.source)) { w, _ in try body(w) }
     }
 }

@@ -1,3 +1,4 @@
+import BlobStore
 import Foundation
 import GRDB
 import ReceiptCatalog
@@ -95,7 +96,8 @@ extension SyncEngine {
             }
         }
         for sha256 in wanted {
-            guard let stored = try vault.catalogRead({ try Catalog.storedText($0, sha256, version: version) }) else { continue }
+            guard let blob = BlobID(hex: sha256),
+                  let stored = try vault.catalogRead({ try Catalog.storedText($0, blob, version: version) }) else { continue }
             let text: WireText = stored.text == nil
                 ? WireText(sha256: sha256, text: nil, failed: String((stored.error ?? "the extractor failed").prefix(1000)))
                 : WireText(sha256: sha256, text: stored.text, failed: nil)
@@ -180,10 +182,10 @@ extension SyncEngine {
                 if !texts.isEmpty {
                     try vault.catalogTransaction { w in
                         for text in texts {
-                            guard let sha256 = text.sha256 else { continue }
+                            guard let blob = text.sha256.flatMap(BlobID.init(hex:)) else { continue }
                             // Stored as extracted at 0 (the time only orders offers): the server has it,
                             // so it is offered again only to another server (whose offer mark starts at -1).
-                            try Catalog.storeText(w.db, sha256: sha256, version: version, text: text.text, error: text.failed, at: 0)
+                            try w.storeText(of: blob, version: version, text: text.text, error: text.failed, at: 0)
                         }
                     }
                     report.textsDownloaded += texts.count

@@ -34,6 +34,13 @@ public struct TextExtractor: Sendable {
     public init(tools: ExtractorTools) { self.tools = tools }
 
     /// True when the text of this media type comes from a tool (a child process), not from the bytes as they are.
+    /// Whether any extractor reads files of this media type (a file of another type has no text to
+    /// find, and its bytes need not be read for it).
+    public static func reads(mediaType: String) -> Bool {
+        if case .none = TextKind(mediaType: mediaType) { return false }
+        return true
+    }
+
     public static func needsTool(mediaType: String) -> Bool {
         switch TextKind(mediaType: mediaType) {
         case .pdf, .image, .heic: return true

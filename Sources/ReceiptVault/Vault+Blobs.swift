@@ -48,8 +48,7 @@ extension Vault {
                     }
                 }
                 receipt.modifiedAt = w.now
-                try w.updateReceipt(receipt)
-                try w.recordChange(id, zone: receipt.zone, .upsert)
+                try w.changeReceipt(receipt)
                 return try views(db, [receipt])[0]
             }
         }

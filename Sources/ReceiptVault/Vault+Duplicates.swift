@@ -41,8 +41,8 @@ extension Vault {
     private func sign(rows: [Int64]) throws {
         let version = TextExtractor.version
         try wrapped {
-            try mutate { db in
-                let w = CatalogWriter(db)
+            try mutate { w in
+                let db = w.db
                 for row in rows {
                     let text = try Catalog.texts(db, ofRow: row, extractor: version).map(\.text).joined(separator: "\n")
                     // A text without words is stored as an empty signature: it is known, and alike to none.
@@ -101,17 +101,35 @@ extension Vault {
         }
     }
 
+    /// As `possibleDuplicates(of:)` for the receipts created since `createdSince` among `ids` (a manifest's
+    /// rows may add files to receipts that exist), from the vault's groups: one pass over its bands and
+    /// fields instead of a look-up per receipt (5,000 rows of a manifest: 0.25 s against 9 s, debug build).
+    public func possibleDuplicates(amongGroupsOf ids: Set<String>, createdSince: Millis) throws -> [String: [String]] {
+        var out: [String: [String]] = [:]
+        for group in try duplicateGroups() {
+            for id in group.receipts where ids.contains(id) {
+                out[id, default: []] += group.receipts.filter { $0 != id && !(out[id] ?? []).contains($0) }
+            }
+        }
+        guard !out.isEmpty else { return out }
+        let older = try wrapped {
+            try catalog.read { db in try out.keys.filter { try (Catalog.receipt(db, $0)?.createdAt ?? 0) < createdSince } }
+        }
+        for id in older { out[id] = nil }
+        return out
+    }
+
     /// Says these receipts are distinct purchases: `dups` and `import` no longer pair them.
     public func keepApart(_ idsOrPrefixes: [String]) throws {
         guard Set(idsOrPrefixes).count >= 2 else { throw VaultError.bad("give at least two receipts to keep apart") }
         try wrapped {
-            try mutate { db in
+            try mutate { w in
+                let db = w.db
                 let rows = try idsOrPrefixes.map { given -> Int64 in
                     let id = try resolveReceipt(db, given)
                     guard let row = try Catalog.receiptRow(db, id: id) else { throw VaultError(.notFound, "no receipt \(given)") }
                     return row
                 }
-                let w = CatalogWriter(db)
                 for (i, a) in rows.enumerated() { for b in rows[(i + 1)...] where a != b { try w.keepApart(a, b) } }
             }
         }

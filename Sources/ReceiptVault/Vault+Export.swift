@@ -3,6 +3,7 @@ import CSV
 import Foundation
 import MediaTypes
 import ReceiptCatalog
+import ReceiptWire
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -57,11 +58,23 @@ public struct ExportReport: Codable, Sendable, Equatable {
 public typealias ExportProgress = ImportProgress
 
 /// One attachment to export: where it goes and what it is.
-struct ExportItem: Sendable {
-    let receipt: String
-    let sha256: String
-    let size: Int64
-    let name: String
+public struct ExportItem: Sendable {
+    public let receipt: String
+    public let sha256: String
+    public let size: Int64
+    /// Its path in the export (`Vault.exportItems`).
+    public let name: String
+}
+
+extension ReceiptView {
+    /// A receipt of a server's zone `zone` in the `list` shape, for exports made from the server's
+    /// records (the web view's download): the same names, manifest and listing as the vault's.
+    public init(id: String, zone: String, wire r: WireReceipt) {
+        self.init(id: id, zone: zone, merchant: r.merchant, date: r.date, total: r.total, currency: r.currency,
+                  category: r.category, note: r.note, tags: r.tags,
+                  attachments: r.attachments.map { File(sha256: $0.sha256, filename: $0.filename, size: $0.size, mediaType: $0.mediaType) },
+                  status: r.status ?? ClaimStatus.none.rawValue, claim: r.claim, reimbursedOn: r.reimbursedOn)
+    }
 }
 
 extension Vault {
@@ -82,9 +95,9 @@ extension Vault {
         var destination = absolute(destination)
         while destination.count > 1 && destination.hasSuffix("/") { destination.removeLast() }
         let checked = try checkDestination(destination, zip: zip)
-        let receipts = try list(ListFilter(zone: filter.zone, from: filter.from, to: filter.to, category: filter.category,
+        let receipts = try list(ReceiptScope(zone: filter.zone, from: filter.from, to: filter.to, category: filter.category,
                                            status: filter.status))
-        let items = purpose == .claim ? Self.claimNames(receipts) : Self.exportNames(receipts)
+        let items = Self.exportItems(receipts, for: purpose)
         var tally = ExportProgress(filesDone: 0, filesTotal: items.count, bytesDone: 0,
                                    bytesTotal: items.reduce(0) { $0 + $1.size })
         let failures: [ExportFailure]
@@ -162,6 +175,11 @@ extension Vault {
     }
 
     // MARK: - Names, manifest, listing
+
+    /// Where each attachment of `receipts` (in `list` order) goes in an export for `purpose`.
+    public static func exportItems(_ receipts: [ReceiptView], for purpose: ExportPurpose) -> [ExportItem] {
+        purpose == .claim ? claimNames(receipts) : exportNames(receipts)
+    }
 
     /// A safe relative path for every attachment: `YYYY/MM/YYYY-MM-DD_merchant_idprefix[_n].ext`, or
     /// `undated/merchant_idprefix[_n].ext`. Only `[a-z0-9._-]` and `/` between the generated folders;

@@ -12,7 +12,7 @@ import Glibc
 /// files 0600). Whatever another program puts at a name after the destination was checked (a
 /// symbolic link to a file or a folder elsewhere, anything) is never followed nor written over: the
 /// export fails instead. Renaming a folder away meanwhile does not redirect what is written into it.
-final class ExportFolder: @unchecked Sendable {
+public final class ExportFolder: @unchecked Sendable {
     let fd: FileDescriptor
     /// Where the folder was when it was opened, for messages.
     let path: String
@@ -25,12 +25,12 @@ final class ExportFolder: @unchecked Sendable {
     deinit { fd.close() }
 
     /// The folder at `path`, following the path as given (the user's own links included).
-    static func open(_ path: String) throws -> ExportFolder {
+    public static func open(_ path: String) throws -> ExportFolder {
         ExportFolder(try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY), path: path)
     }
 
     /// A new folder `name` in this one.
-    func makeFolder(_ name: String) throws -> ExportFolder {
+    public func makeFolder(_ name: String) throws -> ExportFolder {
         let path = FileSystem.join(self.path, name)
         return try refusingPlanted(path) {
             try FileSystem.makeDirectory(name, in: fd, mode: 0o700, path: path)
@@ -39,7 +39,7 @@ final class ExportFolder: @unchecked Sendable {
     }
 
     /// A new file `name` in this one, open for writing (and reading with `readable`).
-    func makeFile(_ name: String, readable: Bool = false) throws -> FileDescriptor {
+    public func makeFile(_ name: String, readable: Bool = false) throws -> FileDescriptor {
         let path = FileSystem.join(self.path, name)
         return try refusingPlanted(path) {
             try FileDescriptor.open(name, in: fd, (readable ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600,
@@ -53,7 +53,7 @@ final class ExportFolder: @unchecked Sendable {
         try data.withUnsafeBytes { try out.write($0) }
     }
 
-    func remove(_ name: String, isFolder: Bool = false) {
+    public func remove(_ name: String, isFolder: Bool = false) {
         try? FileSystem.remove(name, in: fd, isFolder: isFolder)
     }
 
@@ -181,34 +181,14 @@ extension Vault {
         }
         let zipFile = try work.makeFile(zipName, readable: true)
         defer { zipFile.close() }
-        try zipFile.write(Self.emptyZip)
-        var failures: [ExportFailure] = []
-        // Released (its own handle on the file closed) before the file is synced and named.
-        do {
-            let archive: Archive
-            do {
-                // ZIPFoundation opens files by path: this one opens the file created above again,
-                // wherever its folder may have gone since.
-                archive = try Archive(url: URL(fileURLWithPath: "/proc/self/fd/\(zipFile.raw)"), accessMode: .update)
-            } catch {
-                throw VaultError(.io, "cannot create the zip file \(destination): \(error)")
-            }
-            for (index, item) in items.enumerated() {
-                if let failure = try addVerifiedEntry(archive, item, scratch: work, name: String(index), destination: destination) {
-                    failures.append(failure)
-                    continue
-                }
-                tally.filesDone += 1
-                tally.bytesDone += item.size
-                progress?(tally)
-            }
-            for (name, data) in try Self.closingFiles(receipts, items: items, failures: failures, purpose: purpose) {
-                try addZipEntry(archive, name, size: Int64(data.count), mediaType: true, destination: destination) { position, size in
-                    let start = Int(position)
-                    return data.subdata(in: start..<min(start + size, data.count))
-                }
-            }
+        var counted = tally
+        let failures = try Self.writeZip(receipts, items: items, purpose: purpose, into: zipFile, scratch: work,
+                                         destination: destination, copy: copyExported) { item in
+            counted.filesDone += 1
+            counted.bytesDone += item.size
+            progress?(counted)
         }
+        tally = counted
         try zipFile.sync()
         do {
             try FileSystem.link(zipName, in: work.fd, as: base, in: parent.fd, path: destination)
@@ -219,33 +199,72 @@ extension Vault {
         return failures
     }
 
+    /// An export as a zip (the layout of `purpose`: `exportItems`, then `closingFiles`) written into
+    /// `zipFile`, an empty file open for reading and writing; `export --zip` and the web view's
+    /// download (`GET /z/OWNER/ZONE/download`) both write theirs here. `copy` puts an attachment's
+    /// original bytes into a new scratch file made in `scratch`, throwing `BlobError` (or a
+    /// not-found `VaultError`) for a blob that is missing or does not verify: that file is then left
+    /// out and reported, and a corrupt blob never reaches the zip. One attachment at a time is held,
+    /// on disk: memory does not grow with the export. `destination` names the zip in messages.
+    public static func writeZip(_ receipts: [ReceiptView], items: [ExportItem], purpose: ExportPurpose, into zipFile: FileDescriptor,
+                                scratch: ExportFolder, destination: String,
+                                copy: (_ sha256: String, _ into: FileDescriptor) throws -> Void,
+                                written: (ExportItem) -> Void = { _ in }) throws -> [ExportFailure] {
+        try zipFile.write(emptyZip)
+        var failures: [ExportFailure] = []
+        let archive: Archive
+        do {
+            // ZIPFoundation opens files by path: this one opens the caller's file again, wherever its
+            // folder may have gone since. Its own handle is released before this returns.
+            archive = try Archive(url: URL(fileURLWithPath: "/proc/self/fd/\(zipFile.raw)"), accessMode: .update)
+        } catch {
+            throw VaultError(.io, "cannot create the zip file \(destination): \(error)")
+        }
+        for (index, item) in items.enumerated() {
+            if let failure = try addVerifiedEntry(archive, item, scratch: scratch, name: String(index), destination: destination,
+                                                  copy: copy) {
+                failures.append(failure)
+                continue
+            }
+            written(item)
+        }
+        for (name, data) in try closingFiles(receipts, items: items, failures: failures, purpose: purpose) {
+            try addZipEntry(archive, name, size: Int64(data.count), mediaType: true, destination: destination) { position, size in
+                let start = Int(position)
+                return data.subdata(in: start..<min(start + size, data.count))
+            }
+        }
+        return failures
+    }
+
     /// One attachment into the zip: its verified bytes go to a scratch file first, so a corrupt blob
     /// never reaches the zip. Returns the failure of a blob that is missing or does not verify.
-    private func addVerifiedEntry(_ archive: Archive, _ item: ExportItem, scratch: ExportFolder, name: String,
-                                  destination: String) throws -> ExportFailure? {
-        let copy = try scratch.makeFile(name, readable: true)
+    private static func addVerifiedEntry(_ archive: Archive, _ item: ExportItem, scratch: ExportFolder, name: String,
+                                         destination: String,
+                                         copy: (String, FileDescriptor) throws -> Void) throws -> ExportFailure? {
+        let scratchFile = try scratch.makeFile(name, readable: true)
         defer {
-            copy.close()
+            scratchFile.close()
             scratch.remove(name)
         }
         do {
-            try copyExported(item.sha256, into: copy)
+            try copy(item.sha256, scratchFile)
         } catch let error as BlobError {
             return ExportFailure(receipt: item.receipt, sha256: item.sha256, error: error.description)
         } catch let error as VaultError where error.kind == .notFound {
             return ExportFailure(receipt: item.receipt, sha256: item.sha256, error: error.message)
         }
-        try addZipEntry(archive, item.name, size: item.size, mediaType: Self.compressible(item.name),
+        try addZipEntry(archive, item.name, size: item.size, mediaType: compressible(item.name),
                         destination: destination) { position, size in
             var data = Data(count: size)
-            let n = try data.withUnsafeMutableBytes { try copy.read(into: $0, at: position) }
+            let n = try data.withUnsafeMutableBytes { try scratchFile.read(into: $0, at: position) }
             if n < size { data.removeLast(size - n) }
             return data
         }
         return nil
     }
 
-    private func addZipEntry(_ archive: Archive, _ name: String, size: Int64, mediaType compress: Bool, destination: String,
+    private static func addZipEntry(_ archive: Archive, _ name: String, size: Int64, mediaType compress: Bool, destination: String,
                              provider: (Int64, Int) throws -> Data) throws {
         do {
             // Owner-only once unzipped, as the export's own files.

@@ -126,10 +126,9 @@ extension Vault {
             }
             var receipt = Receipt(id: ReceiptID.generateText(), zone: zone, createdAt: w.now, modifiedAt: w.now)
             metadata.apply(to: &receipt)
-            try w.insertReceipt(receipt)
+            try w.addReceipt(receipt)
             _ = try w.insertAttachment(receiptID: receipt.id, blob: blob.id, size: blob.size, filename: input.name, mediaType: blob.mediaType,
                                        position: 0)
-            try w.recordChange(receipt.id, zone: zone, .upsert)
             if let status = input.status { try w.rememberImport(path: input.path, status: status, blob: blob.id) }
             out.append(ImportedFile(id: receipt.id, path: input.path, sha256: blob.id.hex, size: blob.size,
                                     deduplicated: blob.deduplicated, existing: false))

@@ -45,7 +45,7 @@ extension Vault {
     public func indexText(only: Set<String>? = nil, rebuild: Bool = false, tools: ExtractorTools,
                           progress: (@Sendable (IndexProgress) -> Void)? = nil) throws -> IndexOutcome {
         let version = TextExtractor.version
-        if rebuild { try wrapped { try mutate { db in try Catalog.markTextStale(db) } } }
+        if rebuild { try wrapped { try mutate { w in try w.markTextStale() } } }
         let total = try only?.count ?? wrapped { try catalog.read { db in try Catalog.textCounts(db, version: version).pending } }
         var outcome = IndexOutcome(extracted: 0, failed: 0, pending: 0, missingTools: [], failures: [])
         var withText: [String] = []
@@ -96,13 +96,14 @@ extension Vault {
                     }
                 }
                 try wrapped {
-                    try mutate { db in
+                    try mutate { w in
                         for (sha256, extraction) in toStore {
+                            guard let blob = BlobID(hex: sha256) else { continue }
                             switch extraction {
                             case .text(let text):
-                                try Catalog.storeText(db, sha256: sha256, version: version, text: text, error: nil)
+                                try w.storeText(of: blob, version: version, text: text, error: nil)
                             case .failed(let reason):
-                                try Catalog.storeText(db, sha256: sha256, version: version, text: nil, error: reason)
+                                try w.storeText(of: blob, version: version, text: nil, error: reason)
                             case .unavailable: break
                             }
                         }
@@ -135,6 +136,9 @@ extension Vault {
 
     /// One blob: its verified bytes copied into a private folder, then the extractor on that copy.
     func extractText(_ item: PendingText, extractor: TextExtractor) throws -> Extraction {
+        // No extractor takes this type: recorded as without text, and its bytes (a 1 GiB archive,
+        // say) are not read again after the import hashed them.
+        guard TextExtractor.reads(mediaType: item.mediaType) else { return .text("") }
         let record = try blobRecord(item.sha256)
         let scratch = try Scratch()
         let file = scratch.path + "/blob"

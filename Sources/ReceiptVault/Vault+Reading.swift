@@ -40,7 +40,8 @@ extension Vault {
         var read = 0
         for start in stride(from: 0, to: rows.count, by: 256) {
             read += try wrapped {
-                try mutate { db in
+                try mutate { w in
+                    let db = w.db
                     let locale = try Catalog.setting(db, Self.localeSetting).flatMap(DateOrder.init(locale:))
                     let aliases = try Catalog.merchantAliases(db)
                     var count = 0
@@ -66,11 +67,9 @@ extension Vault {
                                                                 line: proposal.line, filled: fill)
                         }
                         guard !reading.fields.isEmpty else { continue }
-                        let w = CatalogWriter(db)
                         if !reading.filled.isEmpty {
                             receipt.modifiedAt = w.now
-                            try w.updateReceipt(receipt)
-                            try w.recordChange(receipt.id, zone: receipt.zone, .upsert)
+                            try w.changeReceipt(receipt)
                         }
                         try w.setReading(reading, row: row)
                         count += 1
@@ -86,7 +85,8 @@ extension Vault {
     @discardableResult
     public func acceptReading(_ idOrPrefix: String, fields: [String]? = nil) throws -> ReceiptView {
         try wrapped {
-            try mutate { db in
+            try mutate { w in
+                let db = w.db
                 let id = try resolveReceipt(db, idOrPrefix)
                 guard var receipt = try Catalog.receipt(db, id), let row = try Catalog.receiptRow(db, id: id) else {
                     throw VaultError(.notFound, "no receipt \(idOrPrefix)")
@@ -97,7 +97,6 @@ extension Vault {
                 for name in names where reading.fields[name] == nil {
                     throw VaultError.bad("receipt \(id) has no filled or suggested \(name) to accept")
                 }
-                let w = CatalogWriter(db)
                 var changed = false
                 for name in names {
                     guard let field = reading.fields[name] else { continue }
@@ -111,8 +110,7 @@ extension Vault {
                 }
                 if changed {
                     receipt.modifiedAt = w.now
-                    try w.updateReceipt(receipt)
-                    try w.recordChange(receipt.id, zone: receipt.zone, .upsert)
+                    try w.changeReceipt(receipt)
                 }
                 try w.setReading(reading, row: row)
                 return try views(db, [receipt])[0]
@@ -122,9 +120,9 @@ extension Vault {
 
     /// An edit confirms what it sets: those fields leave the receipt's reading, and what the person
     /// wrote teaches the reader (called inside the edit's transaction).
-    func confirmReading(_ db: Database, _ receipt: Receipt, setting changes: ReceiptMetadata) throws {
+    func confirmReading(_ w: CatalogWriter, _ receipt: Receipt, setting changes: ReceiptMetadata) throws {
+        let db = w.db
         guard let row = try Catalog.receiptRow(db, id: receipt.id), var reading = try Catalog.readings(db, ofRows: [row])[row] else { return }
-        let w = CatalogWriter(db)
         for name in Self.readFields.map(\.rawValue) where Self.value(of: name, in: changes) != nil {
             guard let field = reading.fields[name] else { continue }
             if let value = Self.value(of: name, in: receipt) {
@@ -196,7 +194,7 @@ extension Vault {
               DateOrder(locale: locale) != nil else {
             throw VaultError.bad("invalid locale '\(locale)': give a language and region such as en-US, de-DE or en-MY")
         }
-        try wrapped { try mutate { db in try CatalogWriter(db).setSetting(Self.localeSetting, locale) } }
+        try wrapped { try mutate { w in try w.setSetting(Self.localeSetting, locale) } }
     }
 
     public func configuration() throws -> [String: String] {

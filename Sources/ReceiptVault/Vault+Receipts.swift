@@ -116,28 +116,9 @@ public struct ReceiptMetadata: Sendable, Equatable {
     }
 }
 
-public struct ListFilter: Sendable {
-    public var zone: String?
-    public var from: String?
-    public var to: String?
-    public var merchant: String?
-    public var category: String?
-    public var status: String?
-
-    public init(zone: String? = nil, from: String? = nil, to: String? = nil, merchant: String? = nil, category: String? = nil,
-                status: String? = nil) {
-        self.zone = zone
-        self.from = from
-        self.to = to
-        self.merchant = merchant
-        self.category = category
-        self.status = status
-    }
-}
-
 extension Vault {
     /// Receipts matching `filter`, oldest date first (undated last), then by id.
-    public func list(_ filter: ListFilter = ListFilter()) throws -> [ReceiptView] {
+    public func list(_ filter: ReceiptScope = ReceiptScope()) throws -> [ReceiptView] {
         var out: [ReceiptView] = []
         try forEachListed(filter) { out.append($0) }
         return out
@@ -145,7 +126,7 @@ extension Vault {
 
     /// The receipts `list` shows, oldest date first, handed to `body` one at a time: memory holds
     /// `chunk` receipts and their files, not the vault's (the filter is checked before the first).
-    public func forEachListed(_ filter: ListFilter = ListFilter(), chunk: Int = 256,
+    public func forEachListed(_ filter: ReceiptScope = ReceiptScope(), chunk: Int = 256,
                               _ body: (ReceiptView) throws -> Void) throws {
         let from = try filter.from.map(Validate.date)
         let to = try filter.to.map(Validate.date)
@@ -196,18 +177,17 @@ extension Vault {
     public func edit(_ idOrPrefix: String, _ changes: ReceiptMetadata) throws -> ReceiptView {
         let changes = try changes.validated()
         return try wrapped {
-            try mutate { db in
+            try mutate { w in
+                let db = w.db
                 let id = try resolveReceipt(db, idOrPrefix)
                 guard var receipt = try Catalog.receipt(db, id) else {
                     throw VaultError(.notFound, "no receipt \(idOrPrefix)")
                 }
                 try requireWritable(db, receipt.zone)
                 changes.apply(to: &receipt)
-                let w = CatalogWriter(db)
                 receipt.modifiedAt = w.now
-                try w.updateReceipt(receipt)
-                try w.recordChange(receipt.id, zone: receipt.zone, .upsert)
-                try confirmReading(db, receipt, setting: changes)
+                try w.changeReceipt(receipt)
+                try confirmReading(w, receipt, setting: changes)
                 return try views(db, [receipt])[0]
             }
         }
@@ -217,14 +197,13 @@ extension Vault {
     @discardableResult
     public func remove(_ idsOrPrefixes: [String]) throws -> [String] {
         try wrapped {
-            try mutate { db in
+            try mutate { w in
+                let db = w.db
                 let ids = try idsOrPrefixes.map { try resolveReceipt(db, $0) }
-                let w = CatalogWriter(db)
                 for id in Set(ids) {
                     guard let receipt = try Catalog.receipt(db, id) else { continue }
                     try requireWritable(db, receipt.zone)
-                    try w.deleteReceipt(id)
-                    try w.recordChange(id, zone: receipt.zone, .delete)
+                    try w.removeReceipt(id, zone: receipt.zone)
                 }
                 return ids
             }
@@ -235,7 +214,8 @@ extension Vault {
     @discardableResult
     public func detach(_ idOrPrefix: String, blob: String) throws -> ReceiptView {
         try wrapped {
-            try mutate { db in
+            try mutate { w in
+                let db = w.db
                 let id = try resolveReceipt(db, idOrPrefix)
                 guard var receipt = try Catalog.receipt(db, id) else { throw VaultError(.notFound, "no receipt \(idOrPrefix)") }
                 try requireWritable(db, receipt.zone)
@@ -246,11 +226,9 @@ extension Vault {
                         ? "attachment \(blob) of receipt \(id) is ambiguous: give more of its hash"
                         : "receipt \(id) has no attachment \(blob)")
                 }
-                let w = CatalogWriter(db)
                 try w.deleteAttachment(matches[0])
                 receipt.modifiedAt = w.now
-                try w.updateReceipt(receipt)
-                try w.recordChange(id, zone: receipt.zone, .upsert)
+                try w.changeReceipt(receipt)
                 return try views(db, [receipt])[0]
             }
         }
@@ -316,15 +294,11 @@ extension Vault {
         }
     }
 
-    func recordChange(_ db: Database, _ id: String, zone: String, _ kind: Change.Kind) throws {
-        try CatalogWriter(db).recordChange(id, zone: zone, kind)
-    }
-
     /// One write transaction under the shared vault lock, on the catalog this vault opened: `fsck
     /// --repair` replaces an unreadable catalog under the exclusive lock, and a change must not land
     /// in the one it set aside.
-    func mutate<T>(_ body: (Database) throws -> T) throws -> T {
-        try locked(.shared) { try catalog.write(body) }
+    func mutate<T>(_ body: (CatalogWriter) throws -> T) throws -> T {
+        try locked(.shared) { try catalog.transaction(body) }
     }
 
     func wrapped<T>(_ body: () throws -> T) throws -> T {

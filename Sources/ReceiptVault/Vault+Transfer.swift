@@ -25,9 +25,8 @@ extension Vault: BlobStaging {
     /// A blob file a killed sync installed but did not get to reference: true when it verifies and
     /// is big enough to stay a file, so the ingest path may adopt it.
     public func isAdoptableBlobFile(_ id: BlobID) -> Bool {
-        guard (try? blobs.storedSize(of: id)) != nil, let encoding = try? blobs.detectEncoding(id),
-              let size = try? blobs.verify(id, encoding: encoding) else { return false }
-        return size >= settings.inlineThreshold
+        guard (try? blobs.storedSize(of: id)) != nil, let blob = try? blobs.verifyEitherEncoding(id) else { return false }
+        return blob.size >= settings.inlineThreshold
     }
 
     /// The path of a blob's file in the tree (uploads read identity-encoded files from it).

@@ -248,7 +248,7 @@ final class BlobStoreTests: XCTestCase {
                 let stored = try FileDescriptor.with(path, O_RDONLY) { try store.write(from: $0, compression: mode) }
                 XCTAssertEqual(try store.storedSize(of: stored.id), stored.storedSize, "size \(size)")
                 XCTAssertEqual(try readAll(stored.id, stored.encoding), bytes, "size \(size) \(mode)")
-                XCTAssertEqual(try store.verify(stored.id, encoding: stored.encoding), Int64(size))
+                XCTAssertEqual(try store.verify(stored.id, encoding: stored.encoding).size, Int64(size))
                 let copy = folder.file("copy-\(n)-\(mode)")
                 try store.copy(stored.id, encoding: stored.encoding, to: copy)
                 XCTAssertEqual(try Array(Data(contentsOf: URL(fileURLWithPath: copy))), bytes, "copy of size \(size) \(mode)")

@@ -127,8 +127,8 @@ final class CatalogTests: XCTestCase {
         let bare = Receipt(id: ReceiptID.generateText(), zone: "z", createdAt: 3, modifiedAt: 3)
         try catalog.write { db in
             try db.execute(sql: "INSERT INTO zones(name, createdAt) VALUES ('z', 0)")
-            try CatalogWriter(db).insertReceipt(written)
-            try CatalogWriter(db).insertReceipt(bare)
+            try CatalogWriter(db).addReceipt(written)
+            try CatalogWriter(db).addReceipt(bare)
         }
         XCTAssertEqual(try catalog.read { db in try Catalog.receipt(db, written.id) }, written)
         XCTAssertEqual(try catalog.read { db in try Catalog.receipt(db, bare.id) }, bare)

@@ -38,9 +38,15 @@ final class QueryPlanTests: XCTestCase {
             XCTAssertTrue(plan.contains { $0.contains("SEARCH a USING PRIMARY KEY (receiptRow=?)") }, "\(plan)")
             XCTAssertFalse(plan.contains { $0.hasPrefix("SCAN a") }, "\(plan)")
         }
-        // A new receipt's search row is built from its files by the same key.
-        let document = try plan(SearchIndex.document(where: "r.rowid BETWEEN ? AND ?"), parameters: 2)
-        XCTAssertTrue(document.contains { $0.contains("SEARCH a USING PRIMARY KEY (receiptRow=?)") }, "\(document)")
-        XCTAssertFalse(document.contains { $0.hasPrefix("SCAN a") }, "\(document)")
+        // A receipt's search document is made from its files by the same key, in key order, each
+        // file's text looked up by its address: the same order whether the document is indexed or
+        // made again to be removed (less a row just inserted) or checked (SearchIndex).
+        for leaving in [SearchIndex.Leaving.nothing, .attachment("?"), .text("?")] {
+            let sql = SearchIndex.documents(where: "r.rowNumber BETWEEN ? AND ?", leaving: leaving)
+            let document = try plan(sql, parameters: sql.filter { $0 == "?" }.count)
+            XCTAssertEqual(document.filter { $0.contains("SEARCH a USING PRIMARY KEY (receiptRow=?)") }.count, 2, "\(document)")
+            XCTAssertTrue(document.contains { $0.contains("SEARCH t USING PRIMARY KEY (sha256=?)") }, "\(document)")
+            XCTAssertFalse(document.contains { $0.hasPrefix("SCAN a") || $0.contains("TEMP B-TREE") }, "\(document)")
+        }
     }
 }

@@ -68,3 +68,55 @@ final class DuplicatesTests: CLITestCase {
         XCTAssertEqual(try state(), before)
     }
 }
+
+/// A re-scan brought in by a manifest or by `watch` is flagged as `import` flags it (CONTRACT: `import`
+/// reports a new receipt that joins a dups group), in JSON and in the human output.
+final class DuplicatesOnEveryImportTests: CLITestCase {
+    /// A folder holding only the re-scan of us-pharmacy.png, under `name`.
+    func rescan(named name: String) throws -> String {
+        let dir = folder.file("in-" + name)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: ReadingTests.read + "/us-pharmacy-rescan.jpg", toPath: dir + "/" + name)
+        return dir
+    }
+
+    /// A manifest naming the re-scan (beside it in its own folder).
+    func manifest(named name: String) throws -> String {
+        let dir = try rescan(named: name)
+        try Data("path\n\(name)\n".utf8).write(to: URL(fileURLWithPath: dir + "/manifest.csv"))
+        return dir + "/manifest.csv"
+    }
+
+    func importOriginal() throws -> String {
+        let out = try XCTUnwrap(try json("import", ReadingTests.read + "/us-pharmacy.png") as? [String: Any])
+        return try XCTUnwrap((out["imported"] as? [[String: Any]])?.first?["id"] as? String)
+    }
+
+    func testAManifestImportFlagsARescan() throws {
+        let first = try importOriginal()
+        let out = try XCTUnwrap(try json("import", "--manifest", try manifest(named: "a.jpg")) as? [String: Any])
+        let row = try XCTUnwrap((out["imported"] as? [[String: Any]])?.first)
+        XCTAssertEqual(row["possibleDuplicateOf"] as? [String], [first], "\(out)")
+    }
+
+    func testAManifestImportSaysARescanMayDuplicate() throws {
+        let first = try importOriginal()
+        let human = try receipt("import", "--manifest", try manifest(named: "a.jpg"))
+        XCTAssertEqual(human.status, 0, human.stderr)
+        XCTAssertTrue(human.stdout.contains("may duplicate \(first.prefix(8))"), human.stdout)
+    }
+
+    func testWatchFlagsARescanInItsJSON() throws {
+        let first = try importOriginal()
+        let out = try XCTUnwrap(try json("watch", try rescan(named: "a.jpg"), "--once", "--settle", "0") as? [String: Any])
+        let row = try XCTUnwrap((out["imported"] as? [[String: Any]])?.first)
+        XCTAssertEqual(row["possibleDuplicateOf"] as? [String], [first], "\(out)")
+    }
+
+    func testWatchSaysARescanMayDuplicate() throws {
+        let first = try importOriginal()
+        let human = try receipt("watch", try rescan(named: "a.jpg"), "--once", "--settle", "0")
+        XCTAssertEqual(human.status, 0, human.stderr)
+        XCTAssertTrue(human.stdout.contains("may duplicate \(first.prefix(8))"), human.stdout)
+    }
+}

@@ -71,13 +71,31 @@ extension RouteTable {
                 Variant(label: "query", query: $0, instead: [200, 400])
             } + ["status=bogus", "from=2026-1-1", "to=x", "from=2025-02-30"].map { Variant(label: "query", query: $0, instead: [400]) },
             expect: { readerOr404($0, 200) }, shows: { $0.target.merchant }),
-        "GET /z/{owner}/{zone}/r/{id}": RouteRule(surface: .web, scope: .zone, mutates: false,
-                                                  expect: { readsReceipt($0) ? [200] : [404] }, shows: { $0.target.merchant }),
+        "GET /z/{owner}/{zone}/download": RouteRule(
+            surface: .web, scope: .zone, mutates: false,
+            variants: [Variant(label: "claim package", query: "as=claim"),
+                       Variant(label: "filtered", query: "as=claim&status=none&sort=date", instead: [200]),
+                       Variant(label: "query", query: "as=zip&q=%00%FF", instead: [200, 400])]
+                + ["as=bogus", "as=", "as=claim&status=bogus", "as=zip&from=2025-02-30", "as=claim&as=zip"].map {
+                    Variant(label: "query", query: $0, instead: [400])
+                },
+            expect: { readerOr404($0, 200) }),
+        "GET /z/{owner}/{zone}/r/{id}": RouteRule(
+            surface: .web, scope: .zone, mutates: false,
+            variants: [Variant(label: "its place in the list", query: "at=0", instead: [200]),
+                       Variant(label: "its place in a filtered list", query: "at=7&status=none&sort=date", instead: [200])]
+                + ["at=-1", "at=x", "at=50000000", "at=99999999999999999999", "at=1&status=bogus"].map {
+                    Variant(label: "query", query: $0, instead: [400])
+                },
+            expect: { readsReceipt($0) ? [200] : [404] }, shows: { $0.target.merchant }),
         "GET /z/{owner}/{zone}/r/{id}/f/{sha256}": RouteRule(
             surface: .web, scope: .zone, mutates: false, variants: [Variant(label: "download", query: "download=1")],
             expect: { readsReceipt($0) ? [200] : [404] }, shows: { $0.target.blobMarker }),
-        "GET /z/{owner}/{zone}/r/{id}/t/{sha256}": RouteRule(surface: .web, scope: .zone, mutates: false,
-                                                             expect: { readsReceipt($0) ? [200] : [404] }),
+        "GET /z/{owner}/{zone}/r/{id}/t/{sha256}": RouteRule(
+            surface: .web, scope: .zone, mutates: false,
+            variants: [Variant(label: "a page of a file that is no PDF", query: "page=1", instead: [400])]
+                + ["page=0", "page=-1", "page=x", "page=99999999999999999999"].map { Variant(label: "query", query: $0, instead: [400]) },
+            expect: { readsReceipt($0) ? [200] : [404] }),
         "POST /z/{owner}/{zone}/r/{id}": RouteRule(
             surface: .web, scope: .zone, mutates: true,
             variants: forms("the edit")

@@ -336,7 +336,12 @@ class WebStoreTests: XCTestCase {
                                  owner: "olga", name: "home", caller: olga)
         let thumbs = folder.file("data") + "/thumbs/" + loose.id.fanOut
         try FileManager.default.createDirectory(atPath: thumbs, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: thumbs + "/" + loose.id.hex + ".png", contents: Data([1]))
+        // A PDF's page count and pages (the receipt page's preview) go with its thumbnail; the kept blob's stay.
+        let made = [".png", ".pages", ".p1.png", ".p2.failed"].map { thumbs + "/" + loose.id.hex + $0 }
+        for path in made { FileManager.default.createFile(atPath: path, contents: Data(path.hasSuffix(".pages") ? Array("2".utf8) : [1])) }
+        let keptThumbs = folder.file("data") + "/thumbs/" + kept.id.fanOut
+        try FileManager.default.createDirectory(atPath: keptThumbs, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: keptThumbs + "/" + kept.id.hex + ".p1.png", contents: Data([1]))
         let plan = try await store.collectGarbage(graceSeconds: 0, dryRun: true)
         XCTAssertEqual(plan.blobs.map(\.sha256), [loose.id.hex])
         XCTAssertTrue(store.blobs.contains(loose.id), "a dry run removes nothing")
@@ -344,7 +349,8 @@ class WebStoreTests: XCTestCase {
         XCTAssertEqual(done.removedBlobs, 1)
         XCTAssertFalse(store.blobs.contains(loose.id))
         XCTAssertTrue(store.blobs.contains(kept.id))
-        XCTAssertFalse(FileManager.default.fileExists(atPath: thumbs + "/" + loose.id.hex + ".png"))
+        XCTAssertEqual(made.filter { FileManager.default.fileExists(atPath: $0) }, [])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: keptThumbs + "/" + kept.id.hex + ".p1.png"))
         let graced = try await store.collectGarbage(graceSeconds: 3600, dryRun: false)
         XCTAssertEqual(graced.removedBlobs, 0)
     }

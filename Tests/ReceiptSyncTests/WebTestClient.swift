@@ -13,6 +13,8 @@ struct RawExchange {
     let status: Int
     let head: String
     let body: String
+    /// The body as sent (a download's bytes are no text).
+    var bytes: [UInt8] = []
 
     func header(_ name: String) -> String? {
         for line in head.split(separator: "\r\n").dropFirst() {
@@ -77,7 +79,9 @@ struct RawExchange {
         let end = text.range(of: "\r\n\r\n")
         let head = end.map { String(text[..<$0.lowerBound]) } ?? text
         let status = head.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
-        return RawExchange(status: status, head: head, body: end.map { String(text[$0.upperBound...]) } ?? "")
+        let bodyStart = answer.firstRange(of: Array("\r\n\r\n".utf8)).map(\.upperBound) ?? answer.count
+        return RawExchange(status: status, head: head, body: end.map { String(text[$0.upperBound...]) } ?? "",
+                           bytes: Array(answer[bodyStart...]))
     }
 }
 
@@ -159,13 +163,19 @@ extension HouseholdTestCase {
     func signedIn() async throws -> (Household, WebTestClient) {
         let h = try await Household.start(["alice"])
         checkEqual(try await h.raw.call(.PUT, "/v1/zones/alice/z", token: h["alice"].token).status, 201)
-        let store = try await ServerDatabase(Household.database).open(dataPath: h.server.data)
-        try await store.setPassword(account: "alice", password: "correct horse")
-        try await store.close()
-        var web = WebTestClient(port: h.server.port)
-        checkEqual(try await web.signIn("alice", "correct horse").status, 303)
+        var web = try await browser(h, signedInAs: "alice")
         checkEqual(try await web.get("/z/alice/z").status, 200)
         XCTAssertNotNil(web.csrf)
         return (h, web)
+    }
+
+    /// A browser of the household's server, signed in as `account` (given a web password here).
+    func browser(_ h: Household, signedInAs account: String) async throws -> WebTestClient {
+        let store = try await ServerDatabase(Household.database).open(dataPath: h.server.data)
+        try await store.setPassword(account: account, password: "correct horse")
+        try await store.close()
+        var web = WebTestClient(port: h.server.port)
+        checkEqual(try await web.signIn(account, "correct horse").status, 303)
+        return web
     }
 }

@@ -45,6 +45,13 @@ final class ReceiptReaderTests: XCTestCase {
         XCTAssertEqual(day("06.03.2018 20:01", .dayFirst), "2018-03-06")
     }
 
+    /// Lines as Tesseract read SROIE dev scans 279 and 095: a 0 read as the letter O in a date.
+    func testAZeroReadAsTheLetterOInADate() {
+        XCTAssertEqual(day("Inv No sKI130459712 Mate:O9/02/17 tisi2", .dayFirst), "2017-02-09")
+        XCTAssertEqual(day("O7/01/18 14:41 Slip Now: 7010385094", .dayFirst), "2018-01-07")
+        XCTAssertNil(day("ROOM O1/O2 NO.OO/1O/OO", .dayFirst), "not a date's shape, or too few digits")
+    }
+
     func testTheReceiptDecidesTheDayOrderBeforeTheLocale() {
         // A day over 12 elsewhere on the receipt proves the order for the ambiguous one.
         let us = "BILL 2017-12-28\nDATE: 12/28/2017 10:17 PM\nPRINTED 03/04/2018 10:00"
@@ -92,6 +99,23 @@ final class ReceiptReaderTests: XCTestCase {
         let total = field(ReceiptReader().read(text), .total)
         XCTAssertEqual(total?.value, "4.90")
         XCTAssertEqual(total?.fills, true, "cash less change confirms it; the summary's row does not contradict it")
+    }
+
+    /// Lines as Tesseract read SROIE dev scans 019 and 012: the total printed again as what paid it (the
+    /// card) or as another total (the rounded one) is two prints read alike, and is filled; a cash line
+    /// whose change contradicts it still keeps it a suggestion.
+    func testATotalPrintedAgainAsThePaymentOrAnotherTotalIsFilled() {
+        let card = field(ReceiptReader().read("V-Power 97 Rit 86.00 A\n2.450 RN f litre\nTotal Ri 86.00\nVisa RH 86.00\n"
+            + "6.00% CST A RM 4.87\n"), .total)
+        XCTAssertEqual(card?.value, "86.00")
+        XCTAssertEqual(card?.fills, true)
+        let rounded = field(ReceiptReader().read("Subtoiat : 75.90\nTotalExclofGST  —-—>45.00\nTotal Incl, of GST 15.90\n"
+            + "TotalAmtRounded «15.90\nPayment : 50.00\n"), .total)
+        XCTAssertEqual(rounded?.value, "15.90")
+        XCTAssertEqual(rounded?.fills, true)
+        let contradicted = field(ReceiptReader().read("SHOP\nTOTAL 12.00\nCASH 12.00\nCHANGE 2.00\n"), .total)
+        XCTAssertEqual(contradicted?.value, "12.00")
+        XCTAssertEqual(contradicted?.fills, false, "cash less change is not the total: one of them is misread")
     }
 
     func testATotalWithADecimalComma() {

@@ -23,7 +23,7 @@ final class FsckQuickTests: XCTestCase {
     }
 
     func testTheDerivedTablesArePageCheckedByTheFullCheckOnly() async throws {
-        for object in ["blobText", "receiptSearch_content"] {
+        for object in ["blobText", "receiptSearch_data"] {
             let dir = TemporaryFolder("receipt-fsck-quick")
             let path = try Self.damagedVault(in: dir, object)
             let full = try await Integrity.fsck(path)

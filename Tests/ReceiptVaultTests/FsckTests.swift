@@ -236,7 +236,7 @@ final class FsckTests: XCTestCase {
         XCTAssertTrue(FileSystem.exists(vault.path + "/quarantine/stray"))
         XCTAssertFalse(FileSystem.exists(dir.file("vault/interim/left.interim")))
         // The orphan file is now a receipt of zone `recovered`, readable.
-        let recovered = try vault.list(ListFilter(zone: Zone.recovered))
+        let recovered = try vault.list(ReceiptScope(zone: Zone.recovered))
         XCTAssertEqual(recovered.flatMap(\.attachments).map(\.sha256), [orphan.id.hex])
         var bytes: [UInt8] = []
         try vault.readBlob(vault.blobRecord(orphan.id.hex)) { bytes += $0 }
@@ -390,7 +390,7 @@ final class FsckTests: XCTestCase {
         XCTAssertTrue(repaired.ok, "\(repaired.problems)")
         let reopened = try Vault.open(at: path)
         defer { try? reopened.close() }
-        let recovered = try reopened.list(ListFilter(zone: Zone.recovered))
+        let recovered = try reopened.list(ReceiptScope(zone: Zone.recovered))
         XCTAssertEqual(Set(recovered.flatMap(\.attachments).map(\.sha256)), Set(report.imported.map(\.sha256)))
         XCTAssertTrue(recovered.allSatisfy { $0.attachments.count == 1 && $0.note?.contains("fsck --repair") == true })
         for item in report.imported {
@@ -421,7 +421,7 @@ final class FsckTests: XCTestCase {
         XCTAssertTrue(repaired.ok, "\(repaired.problems)")
         let reopened = try Vault.open(at: path)
         defer { try? reopened.close() }
-        XCTAssertEqual(Set(try reopened.list(ListFilter(zone: Zone.recovered)).flatMap(\.attachments).map(\.sha256)),
+        XCTAssertEqual(Set(try reopened.list(ReceiptScope(zone: Zone.recovered)).flatMap(\.attachments).map(\.sha256)),
                        Set(report.imported.map(\.sha256)))
         XCTAssertEqual(try reopened.collectGarbage(graceSeconds: 0).removedBlobs, 0)
     }

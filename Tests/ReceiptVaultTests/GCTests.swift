@@ -160,7 +160,7 @@ final class GCTests: XCTestCase {
             // The import's commit: its receipt now refers to the blob.
             try vault.catalog.transaction { w in
                 let receipt = Receipt(id: UUID().uuidString.lowercased(), zone: Zone.personal, createdAt: w.now, modifiedAt: w.now)
-                try w.insertReceipt(receipt)
+                try w.addReceipt(receipt)
                 _ = try w.insertAttachment(receiptID: receipt.id, blob: BlobID(hex: item.sha256)!, size: item.size, filename: "ext0.bin",
                                            mediaType: "application/octet-stream", position: 0)
             }

@@ -1,4 +1,5 @@
 import Foundation
+import BlobStore
 import GRDB
 import ReceiptCatalog
 import ReceiptText
@@ -90,12 +91,33 @@ final class TextIndexTests: XCTestCase {
         XCTAssertEqual(try vault.search("cordless").count, 1, "pdftotext's text of the born-digital PDF")
     }
 
+    /// A file no extractor takes is recorded as without text and its bytes are not read for it: its
+    /// blob file, damaged after the import, is not even noticed (a read would refuse it as corrupt,
+    /// as it does the PNG's beside it).
+    func testAFileNoExtractorTakesIsRecordedWithoutReadingItsBytes() throws {
+        let archive = try folder.write("in/backup.bin", TestData.random(64 * 1024, seed: 35))
+        let image = try photo("scan.png", marker: "damaged later")
+        let imported = try vault.importFiles([archive, image]).imported
+        XCTAssertEqual(imported.count, 2)
+        for file in imported {
+            let path = vault.blobFilePath(BlobID(hex: file.sha256)!)
+            let handle = try XCTUnwrap(FileHandle(forWritingAtPath: path))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data("tail".utf8))
+            try handle.close()
+        }
+        let outcome = try vault.indexText(tools: try realTools())
+        XCTAssertEqual([outcome.extracted, outcome.failed, outcome.pending], [1, 1, 1], "\(outcome.failures)")
+        XCTAssertEqual(outcome.failures.map(\.sha256), [imported[1].sha256], "only the PNG was read")
+        XCTAssertEqual(try vault.textCounts().pending, 1, "the damaged PNG waits for fsck --repair; the archive is done")
+    }
+
     func testRebuildExtractsEverythingAgainAndTheOldTextStaysSearchableMeanwhile() throws {
         _ = try vault.importFiles([Self.fixtures + "/2024/city-cab.txt"])
         XCTAssertEqual(try vault.indexText(tools: try realTools()).extracted, 1)
         let word = "Airport"
         XCTAssertEqual(try vault.search(word).count, 1)
-        try vault.catalog.write { try Catalog.markTextStale($0) }
+        try vault.catalog.transaction { try $0.markTextStale() }
         XCTAssertEqual(try vault.textCounts().pending, 1)
         XCTAssertEqual(try vault.search(word).count, 1)
         XCTAssertEqual(try vault.indexText(rebuild: true, tools: try realTools()).extracted, 1)

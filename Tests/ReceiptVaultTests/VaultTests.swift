@@ -48,7 +48,7 @@ final class VaultTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: vault.blobs.blobsPath, withIntermediateDirectories: true)
         try Data("not a folder".utf8).write(to: URL(fileURLWithPath: vault.blobs.blobsPath + "/" + id.fanOut))
         let receipt = "1f2e3d4c-5b6a-4789-9abc-def012345678"
-        XCTAssertThrowsError(try vault.ingestOnce([.bytes(bytes)]) { w, _ in try w.recordChange(receipt, zone: Zone.personal, .upsert) })
+        XCTAssertThrowsError(try vault.ingestOnce([.bytes(bytes)]) { w, _ in try w.addReceipt(Receipt(id: receipt, zone: Zone.personal, createdAt: w.now, modifiedAt: w.now)) })
         XCTAssertEqual(try count("blobs"), 0, "no row may refer to a blob that is not installed")
         XCTAssertEqual(try count("changes"), 0, "the caller's rows never ran")
         try FileManager.default.removeItem(atPath: vault.blobs.blobsPath + "/" + id.fanOut)
@@ -56,7 +56,7 @@ final class VaultTests: XCTestCase {
         // The caller's rows fail: its outbox entry goes with the blob rows (one transaction, I6),
         // and the installed file is left for gc (durable bytes no row refers to).
         XCTAssertThrowsError(try vault.ingestOnce([.bytes(bytes), .bytes(Array("small".utf8))]) { w, _ in
-            try w.recordChange(receipt, zone: Zone.personal, .upsert)
+            try w.addReceipt(Receipt(id: receipt, zone: Zone.personal, createdAt: w.now, modifiedAt: w.now))
             throw Refused()
         })
         XCTAssertEqual(try count("blobs"), 0)
@@ -65,13 +65,13 @@ final class VaultTests: XCTestCase {
 
         // Once it goes through, every committed row's blob is a complete file under its address.
         let done = try vault.ingestOnce([.bytes(bytes)]) { w, ingested in
-            try w.recordChange(receipt, zone: Zone.personal, .upsert)
+            try w.addReceipt(Receipt(id: receipt, zone: Zone.personal, createdAt: w.now, modifiedAt: w.now))
             return ingested
         }
         XCTAssertEqual(done.map(\.id), [id])
         let record = try vault.blobRecord(id.hex)
         XCTAssertNil(record.inline)
-        XCTAssertEqual(try vault.blobs.verify(id, encoding: record.encoding), 10_000)
+        XCTAssertEqual(try vault.blobs.verify(id, encoding: record.encoding).size, 10_000)
         XCTAssertEqual(try count("changes"), 1)
         XCTAssertEqual(try FileSystem.contents(of: vault.blobs.interimPath), [], "no staging file left")
     }

@@ -667,7 +667,7 @@ def main():
                          "need import; `--steps sync --tools receipt` times the sync steps alone")
     ap.add_argument("--keep", action="store_true", help="keep repositories and vaults under WORK/run")
     ap.add_argument("--scale", action="store_true",
-                    help="only how each command grows with a vault of 10,000 to 1,000,000 receipts (bench.d/scale.py)")
+                    help="only how each command grows with a vault of 10,000 to 1,000,000 receipts, each beside the sqlite3 shell alone on the same rows (bench.d/scale.py, floor.py)")
     ap.add_argument("--sizes", default="10000,100000,1000000", metavar="N,N,...",
                     help="vault sizes for --scale (default %(default)s)")
     ap.add_argument("--skip", default="", metavar="index,sync",

@@ -6,6 +6,8 @@ over all six years at every size). For each size: `init --compression none`, the
 /usr/bin/time -v: the manifest import, `list` of one month, `index` (text extraction, for search),
 `search`, `stats`, `fsck --quick`, `fsck`, `gc` with nothing to collect, and a one-edit `sync`
 (after an untimed first sync that pushes the whole vault to a server on 127.0.0.1).
+Import, list, search and fsck --quick are each followed by the engine's floor (floor.py: the sqlite3 shell
+alone on the same rows) and their ratio to it is printed (issue 35).
 Prints a table of seconds and peak RSS per command and size, with each figure's growth between the
 two largest sizes, and checks the targets of issue 17.
 """
@@ -18,13 +20,16 @@ import subprocess
 import time
 
 import corpus
+import floor
 
 MB = 1e6
 STEPS = ["import --manifest", "list (one month)", "index", "search", "stats", "fsck --quick", "fsck",
          "gc (nothing to collect)", "sync (first, whole vault)", "sync (one edit)"]
+# The sqlite3 shell alone on the same rows (floor.py), and the ratio issue 35 asks of each.
+FLOORED = {"import --manifest": 1.3, "list (one month)": 1.5, "search": 1.5, "fsck --quick": 1.5}
 # Best of 3 for the commands that take a fraction of a second: one slow run on a shared machine says
 # more about the machine than about the command.
-REPEATED = {"list (one month)", "search", "stats", "sync (one edit)"}
+REPEATED = {"list (one month)", "search", "stats", "sync (one edit)"} | {"floor: " + s for s in FLOORED if s != "import --manifest"}
 TARGETS = {"list (one month)": 0.1, "search": 0.1, "stats": 0.1, "fsck --quick": 10, "gc (nothing to collect)": 10,
            "sync (one edit)": 0.05}
 
@@ -50,6 +55,7 @@ def subset(root, rows, n):
 class Scale:
     def __init__(self, bench, sizes, skip=()):
         self.b, self.sizes, self.cells, self.skip = bench, sizes, {}, set(skip)  # cells: (step, size) -> (s, rss, cpu) or note
+        self.floor = floor.Floor(bench)
 
     def cell(self, step, n, body):
         try:
@@ -67,16 +73,20 @@ class Scale:
         b.run(b.rc(vault, "init", "--compression", "none"), "receipt")
         self.cell("import --manifest", n, lambda: b.run(
             b.rc(vault, "import", "--manifest", manifest, "--no-index"), "receipt", timeout=timeout))
+        self.cell("floor: import --manifest", n, lambda: self.floor.import_rows(n, vault))
         self.cell("list (one month)", n, lambda: b.run(
             b.rc(vault, "list", "--from", "2021-03-01", "--to", "2021-03-31"), "receipt", out=b.path("list.txt")))
+        self.cell("floor: list (one month)", n, lambda: self.floor.query("list (one month)", n, vault))
         if "index" in self.skip:
             self.cells["index", n] = self.cells["search", n] = "skipped (--skip index)"
         else:
             self.cell("index", n, lambda: b.run(b.rc(vault, "index", "--json"), "receipt", timeout=timeout))
             self.cell("search", n, lambda: b.run(
                 b.rc(vault, "search", "tesco", "sourdough", "--limit", "20", "--json"), "receipt", out=b.path("search.json")))
+            self.cell("floor: search", n, lambda: self.floor.query("search", n, vault))
         self.cell("stats", n, lambda: b.run(b.rc(vault, "stats", "--json"), "receipt"))
         self.cell("fsck --quick", n, lambda: b.run(b.rc(vault, "fsck", "--quick"), "receipt", timeout=timeout))
+        self.cell("floor: fsck --quick", n, lambda: self.floor.query("fsck --quick", n, vault))
         self.cell("fsck", n, lambda: b.run(b.rc(vault, "fsck"), "receipt", timeout=timeout))
         self.cell("gc (nothing to collect)", n, lambda: b.run(b.rc(vault, "gc"), "receipt", timeout=timeout))
         if "sync" in self.skip:
@@ -132,7 +142,7 @@ class Scale:
         head = "| command | " + " | ".join("{:,} receipts".format(n) for n in self.sizes) + " |" + \
             (" growth {:,}→{:,} (rows ×{:g}) |".format(big[0], big[1], big[1] / big[0]) if big else "")
         out = [head, "|---|" + "---:|" * len(self.sizes) + ("---:|" if big else "")]
-        for step in STEPS:
+        for step in [s for step in STEPS for s in ([step, "floor: " + step] if step in FLOORED else [step])]:
             cells = []
             for n in self.sizes:
                 c = self.cells.get((step, n))
@@ -169,7 +179,27 @@ class Scale:
         if worst:
             lines.append("- every command < 100 MB: %s (largest: %s, %.0f MB)" % (
                 "met" if worst[0] < 100 * MB else "MISSED", worst[1], worst[0] / MB))
-        return ["Targets of issue 17 at {:,} receipts:".format(n), ""] + lines
+        return ["Targets of issue 17 at {:,} receipts:".format(n), ""] + lines + [""] + self.floor_ratios()
+
+    def floor_ratios(self):
+        """receipt against the sqlite3 shell on the same rows (issue 35), at each size, and the import's growth."""
+        lines = ["Against the engine's floor (the sqlite3 shell alone on the same rows, same run):", ""]
+        for step, limit in FLOORED.items():
+            figures = []
+            for n in self.sizes:
+                a, z = self.cells.get((step, n)), self.cells.get(("floor: " + step, n))
+                if isinstance(a, tuple) and isinstance(z, tuple):
+                    ratio = a[0] / max(z[0], 0.001)
+                    figures.append("{:,}: {:.2f}× ({})".format(n, ratio, "met" if ratio <= limit else "MISSED"))
+            lines.append("- %s ≤ %g× the floor: %s" % (step, limit, ", ".join(figures) or "no figure"))
+        big = self.sizes[-2:]
+        if len(big) == 2:
+            cells = [self.cells.get((s, n)) for s in ("import --manifest", "floor: import --manifest") for n in big]
+            if all(isinstance(c, tuple) for c in cells):
+                mine, floors = cells[1][0] / cells[0][0], cells[3][0] / cells[2][0]
+                lines.append("- import's growth {:,}→{:,} ×{:.2f} against the floor's ×{:.2f}: {:.2f} ({})".format(
+                    big[0], big[1], mine, floors, mine / floors, "met" if mine / floors <= 1.2 else "MISSED"))
+        return lines
 
 
 def warm(root, manifest):

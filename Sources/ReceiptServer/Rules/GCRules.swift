@@ -63,10 +63,7 @@ extension ServerRules {
         report.removedBlobs = report.blobs.count
         report.reclaimedBytes = report.blobs.reduce(0) { $0 + $1.bytes }
         // The web view's thumbnails of the blobs gone (WebThumbnails).
-        for blob in report.blobs where !dryRun {
-            let folder = FileSystem.join(FileSystem.join(blobs.root, "thumbs"), String(blob.sha256.prefix(2)))
-            for suffix in [".png", ".failed"] { try? FileSystem.remove(FileSystem.join(folder, blob.sha256 + suffix)) }
-        }
+        for blob in report.blobs where !dryRun { WebThumbnails.forget(blob.sha256, dataPath: blobs.root) }
         for file in (try? blobs.interimFiles()) ?? [] where !file.owned && file.mtimeNanoseconds / 1_000_000 <= cutoff {
             if !dryRun { try? FileSystem.remove(file.path) }
             report.removedInterim += 1

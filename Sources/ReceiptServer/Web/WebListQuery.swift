@@ -10,6 +10,9 @@ struct WebListQuery: Sendable {
     var page = 1
     /// The trimmed, non-empty values of `fields`, as typed (for the form and the page links).
     var values: [String: String] = [:]
+    /// On a receipt's page: its place in the filtered list (0 is the first), from the list's link;
+    /// its previous and next receipt are found there.
+    var at: Int?
 
     static let fields = ["q", "from", "to", "merchant", "category", "status", "sort"]
     /// `added` (the default: newest added first) or `date` (the receipt's date, newest first).
@@ -49,6 +52,18 @@ struct WebListQuery: Sendable {
             }
             page = n
         }
+        if let text = decoded["at"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty {
+            let last = Self.maxPage * WebRoutes.pageSize - 1
+            guard text.utf8.count <= 9, let n = Int(text), (0...last).contains(n) else {
+                throw ServerError.bad("the place in the list \(text.prefix(40)) is not a whole number from 0 to \(last)")
+            }
+            at = n
+        }
+    }
+
+    /// The link to a receipt's page from the list (or its neighbour's), keeping the filter and its place.
+    func receiptLink(_ base: String, id: String, at place: Int) -> String {
+        link("\(base)/r/\(id)", extra: [URLQueryItem(name: "at", value: "\(place)")])
     }
 
     /// The list's URL under `base` for page `n`, with this query's filters.

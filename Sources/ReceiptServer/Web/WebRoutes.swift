@@ -16,7 +16,7 @@ public struct WebOptions: Sendable {
 
 /// The web view (docs/PROTOCOL.md "Web view"): sign-in with a password and a session cookie, then
 /// the zones, receipts and attachments the account may read, under the sync API's own
-/// authorization (`ServerCatalog.requireZone`). Bearer tokens are never accepted here, nor
+/// authorization (`ServerRules.require`, AuthorizationRules.swift). Bearer tokens are never accepted here, nor
 /// sessions in the sync API.
 struct WebRoutes {
     let catalog: any WebStore
@@ -49,10 +49,14 @@ struct WebRoutes {
         router.get("z/:owner/:zone") { request, context in
             try await page(request) { session in try await zonePage(request, context: context, session: session) }
         }
+        router.get("z/:owner/:zone/download") { request, context in
+            try await page(request) { session in try await download(request, context: context, session: session) }
+        }
         router.get("z/:owner/:zone/r/:id") { request, context in
             try await page(request) { session in
                 try await receiptPage(owner: context.name("owner"), zone: context.name("zone"),
-                                      id: context.parameters.get("id") ?? "", session: session, message: nil)
+                                      id: context.parameters.get("id") ?? "", query: WebListQuery(query: request.uri.query ?? ""),
+                                      session: session)
             }
         }
         router.get("z/:owner/:zone/r/:id/f/:sha256") { request, context in
@@ -65,7 +69,8 @@ struct WebRoutes {
         router.get("z/:owner/:zone/r/:id/t/:sha256") { request, context in
             try await page(request) { session in
                 try await thumbnail(owner: context.name("owner"), zone: context.name("zone"),
-                                    id: context.parameters.get("id") ?? "", blob: context.blobID("sha256"), session: session)
+                                    id: context.parameters.get("id") ?? "", blob: context.blobID("sha256"),
+                                    page: request.uri.queryParameters.get("page"), session: session)
             }
         }
         router.post("z/:owner/:zone/r/:id") { request, context in
@@ -238,12 +243,27 @@ struct WebRoutes {
     }
 
     /// The first page of an image or PDF attachment, small; the placeholder when there is none.
-    func thumbnail(owner: String, zone name: String, id: String, blob: BlobID, session: WebSession) async throws -> Response {
+    /// With `?page=N`, page N of a PDF, large (the receipt page's preview): 400 for a page that is
+    /// not a whole number from 1, or of a file that is no PDF; 404 past the PDF's last page.
+    func thumbnail(owner: String, zone name: String, id: String, blob: BlobID, page pageText: String?,
+                   session: WebSession) async throws -> Response {
         let (_, row) = try await catalog.webReceipt(owner: owner, name: name, id: id, caller: session.account)
         guard let attachment = row.receipt.attachments.first(where: { $0.sha256 == blob.hex }) else {
             throw ServerError.notFound("blob \(blob)")
         }
-        let made = catalog.blobs.contains(blob) ? await thumbnails.thumbnail(blob, mediaType: attachment.mediaType) : .placeholder
+        var page: Int?
+        if let pageText {
+            guard pageText.utf8.count <= 6, let n = Int(pageText), n >= 1 else {
+                throw ServerError.bad("the page \(pageText.prefix(40)) is not a whole number from 1")
+            }
+            guard attachment.mediaType == "application/pdf" else { throw ServerError.bad("only a PDF has pages: \(attachment.filename) has one") }
+            if let count = catalog.blobs.contains(blob) ? await thumbnails.pageCount(blob) : nil, n > count {
+                throw ServerError.notFound("page \(n) of \(attachment.filename), which has \(count) page\(count == 1 ? "" : "s")")
+            }
+            page = n
+        }
+        let made = catalog.blobs.contains(blob) ? await thumbnails.thumbnail(blob, mediaType: attachment.mediaType, page: page)
+            : .placeholder
         if case .png(let path) = made, let bytes = FileManager.default.contents(atPath: path) {
             // Derived from content-addressed bytes: never changes, so the browser may keep it.
             return Response(status: .ok, headers: [.contentType: "image/png", .cacheControl: "private, max-age=86400",

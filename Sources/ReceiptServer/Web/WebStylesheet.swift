@@ -43,6 +43,7 @@ extension WebTemplates {
     dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; }
     dd { margin: 0; }
     .note { white-space: pre-line; }
+    pre.text { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 24rem; overflow-y: auto; font-size: .85rem; }
     .pages { display: flex; gap: 1rem; }
     .thumb { width: 4.5rem; }
     .thumb img { width: 4rem; max-width: none; height: 4rem; object-fit: contain; border: 0; }

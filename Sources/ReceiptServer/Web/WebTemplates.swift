@@ -142,7 +142,7 @@ enum WebTemplates {
     static let receipt = """
     <p><a href="{{zoneHref}}">← {{zoneLabel}}</a></p>
     <h1>{{merchant}}</h1>
-    {{#message}}<p class="notice" role="status">{{message}}</p>{{/message}}
+    {{#place}}<nav aria-label="Receipts of the list" class="pages">{{#previousReceipt}}<a href="{{previousReceipt}}" rel="prev">Previous receipt</a>{{/previousReceipt}} <span>{{place}}</span> {{#nextReceipt}}<a href="{{nextReceipt}}" rel="next">Next receipt</a>{{/nextReceipt}}</nav>{{/place}}
     <div class="receipt">
     <div class="preview">
     {{^attachments}}<p>No file.</p>{{/attachments}}
@@ -150,6 +150,8 @@ enum WebTemplates {
     {{#attachments}}<li>
     {{#preview}}<figure><a href="{{href}}"><img src="{{preview}}" alt="{{alt}}" loading="lazy"></a><figcaption>{{filename}}</figcaption></figure>{{/preview}}
     <a href="{{href}}">{{#isPDF}}Open {{/isPDF}}{{filename}}</a> ({{mediaType}}, {{size}}) · <a href="{{href}}?download=1">Download</a>
+    {{#pageCount}}<p>{{pageCount}} pages: {{#pages}}<a href="{{href}}">page {{page}}</a> {{/pages}}</p>{{/pageCount}}
+    {{#text}}<details class="fold"><summary>Text read from {{filename}}</summary><pre class="text">{{text}}</pre></details>{{/text}}
     </li>
     {{/attachments}}
     </ul>

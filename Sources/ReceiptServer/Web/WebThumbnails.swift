@@ -18,7 +18,7 @@ actor WebThumbnails {
     let folder: String
     let store: BlobStore
     /// Generations under way: a page of 50 rows asking at once makes each thumbnail once.
-    private var running: [BlobID: Task<Thumbnail, Never>] = [:]
+    private var running: [String: Task<Thumbnail, Never>] = [:]
     /// Tools running now, at most one per core; the rest wait their turn.
     private var busy = 0
     private var queue: [CheckedContinuation<Void, Never>] = []
@@ -33,7 +33,11 @@ actor WebThumbnails {
     enum Thumbnail: Sendable, Equatable {
         case png(path: String)
         case placeholder
+        case pages(Int)
     }
+
+    /// The width of a PDF page shown on the receipt's page.
+    static let pageSize = 1000
 
     init(dataPath: String, store: BlobStore) {
         folder = FileSystem.join(dataPath, "thumbs")
@@ -52,21 +56,61 @@ actor WebThumbnails {
         if fd >= 0 { Glibc.close(fd) }
     }
 
-    /// The thumbnail of `blob` (an attachment of type `mediaType`), made now if it was not yet.
-    func thumbnail(_ blob: BlobID, mediaType: String) async -> Thumbnail {
-        let png = path(blob, ".png"), failed = path(blob, ".failed")
-        if FileManager.default.fileExists(atPath: png) { return .png(path: png) }
-        if FileManager.default.fileExists(atPath: failed) { return .placeholder }
-        if let task = running[blob] { return await task.value }
-        let task = Task.detached { [store] in
+    /// The thumbnail of `blob` (an attachment of type `mediaType`), made now if it was not yet; with
+    /// `page`, that page of a PDF at `pageSize` (the receipt page's preview, pages on demand).
+    func thumbnail(_ blob: BlobID, mediaType: String, page: Int? = nil) async -> Thumbnail {
+        let suffix = page.map { ".p\($0)" } ?? ""
+        let png = path(blob, suffix + ".png"), failed = path(blob, suffix + ".failed")
+        return await once(blob.hex + suffix, done: { FileManager.default.fileExists(atPath: png) ? .png(path: png)
+                                                       : FileManager.default.fileExists(atPath: failed) ? .placeholder : nil }) {
+            [store] in await Self.make(blob, mediaType: mediaType, page: page, store: store, png: png, failed: failed)
+        }
+    }
+
+    /// How many pages the PDF `blob` has (poppler's `pdfinfo`, once per blob, kept beside its
+    /// thumbnail); nil when its bytes are no PDF the tool can read.
+    func pageCount(_ blob: BlobID) async -> Int? {
+        let pages = path(blob, ".pages")
+        let made = await once(blob.hex + ".pages", done: { Self.keptPageCount(pages) }) { [store] in
+            await Self.countPages(blob, store: store, into: pages)
+            return Self.keptPageCount(pages) ?? .placeholder
+        }
+        if case .pages(let n) = made { return n }
+        return nil
+    }
+
+    /// Removes every file kept for the blob `sha256` (`receipt server gc` took it): its thumbnail or
+    /// its marker, and a PDF's page count and pages, which are never past that count.
+    static func forget(_ sha256: String, dataPath: String) {
+        let stem = FileSystem.join(FileSystem.join(FileSystem.join(dataPath, "thumbs"), String(sha256.prefix(2))), sha256)
+        if case .pages(let count) = keptPageCount(stem + ".pages") {
+            for page in 1...count {
+                for suffix in [".png", ".failed"] { try? FileSystem.remove(stem + ".p\(page)" + suffix) }
+            }
+        }
+        for suffix in [".png", ".failed", ".pages"] { try? FileSystem.remove(stem + suffix) }
+    }
+
+    /// The page count kept in the file `pages` (the placeholder for a PDF no tool could read), nil before it is counted.
+    static func keptPageCount(_ pages: String) -> Thumbnail? {
+        guard let text = try? String(contentsOfFile: pages, encoding: .utf8) else { return nil }
+        return Int(text).map { .pages($0) } ?? .placeholder
+    }
+
+    /// The result kept on disk (`done`), else `make`'s, run once however many ask at the same time,
+    /// and at most one per core.
+    private func once(_ key: String, done: () -> Thumbnail?, make: @escaping @Sendable () async -> Thumbnail) async -> Thumbnail {
+        if let made = done() { return made }
+        if let task = running[key] { return await task.value }
+        let task = Task.detached {
             await self.acquire()
-            let made = await Self.make(blob, mediaType: mediaType, store: store, png: png, failed: failed)
+            let made = await make()
             await self.release()
             return made
         }
-        running[blob] = task
+        running[key] = task
         let result = await task.value
-        running[blob] = nil
+        running[key] = nil
         return result
     }
 
@@ -89,7 +133,7 @@ actor WebThumbnails {
 
     /// Copies the blob's original bytes into a sandbox of its own (removed when done), runs the tool
     /// there, and moves its output into place (a rename: a reader sees no thumbnail or a whole one).
-    static func make(_ blob: BlobID, mediaType: String, store: BlobStore, png: String, failed: String) async -> Thumbnail {
+    static func make(_ blob: BlobID, mediaType: String, page: Int?, store: BlobStore, png: String, failed: String) async -> Thumbnail {
         guard let sandbox = ThumbnailSandbox(), let work = sandbox.newWork(),
               (try? FileSystem.makeDirectories(FileSystem.parentPath(png), mode: 0o700)) != nil else { return .placeholder }
         defer { sandbox.remove() }
@@ -97,7 +141,7 @@ actor WebThumbnails {
         let output = FileSystem.join(work, "thumb.png")
         var outcome: ToolOutcome?
         if copyOriginal(blob, store: store, to: source),
-           let (tool, arguments) = command(source: source, declared: mediaType, output: output) {
+           let (tool, arguments) = command(source: source, declared: mediaType, output: output, page: page) {
             outcome = await run(tool, arguments, in: work, environment: sandbox.environment(work: work))
         }
         if outcome?.succeeded == true, install(output, at: png) {
@@ -111,20 +155,41 @@ actor WebThumbnails {
 
     /// The tool rendering `source` to the PNG `output`, when its bytes start as its declared type says
     /// and that type is one thumbnails are made from; nil otherwise.
-    static func command(source: String, declared: String, output: String) -> (tool: String, arguments: [String])? {
+    static func command(source: String, declared: String, output: String, page: Int? = nil) -> (tool: String, arguments: [String])? {
         var head = [UInt8](repeating: 0, count: 64)
         guard let count = try? FileDescriptor.with(source, O_RDONLY, { fd in try head.withUnsafeMutableBytes { try fd.readFully(into: $0) } }),
               let type = head[..<count].withUnsafeBytes({ MediaType.sniff($0) }), type == MediaType.essence(declared)
         else { return nil }
         if type == "application/pdf" {
-            return ("/usr/bin/pdftoppm", ["-png", "-singlefile", "-f", "1", "-l", "1", "-scale-to", "\(size)", source,
+            let first = String(page ?? 1), scale = String(page == nil ? size : pageSize)
+            return ("/usr/bin/pdftoppm", ["-png", "-singlefile", "-f", first, "-l", first, "-scale-to", scale, source,
                                           String(output.dropLast(".png".count))])
         }
+        guard page == nil else { return nil }
         guard let coder = ThumbnailSandbox.coders[type] else { return nil }
         // `[0]`: the first frame of an animation; `-thumbnail` also drops the metadata.
         return ("/usr/bin/convert", ["-limit", "memory", "256MiB", "-limit", "time", "\(limits.seconds)",
                                      "\(coder.lowercased()):\(source)[0]", "-auto-orient", "-thumbnail", "\(size)x\(size)>",
                                      "png:" + output])
+    }
+
+    /// Runs `pdfinfo` on a copy of the blob in a sandbox and keeps its page count (or "unreadable")
+    /// in the file `pages`.
+    static func countPages(_ blob: BlobID, store: BlobStore, into pages: String) async {
+        guard let sandbox = ThumbnailSandbox(), let work = sandbox.newWork(),
+              (try? FileSystem.makeDirectories(FileSystem.parentPath(pages), mode: 0o700)) != nil else { return }
+        defer { sandbox.remove() }
+        let source = FileSystem.join(work, "source"), info = FileSystem.join(work, "info.txt")
+        var count = "unreadable"
+        if copyOriginal(blob, store: store, to: source),
+           await run("/usr/bin/pdfinfo", [source], in: work, environment: sandbox.environment(work: work), stdoutPath: info).succeeded,
+           let text = try? String(contentsOfFile: info, encoding: .utf8),
+           let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Pages:") }),
+           let n = Int(line.dropFirst("Pages:".count).trimmingCharacters(in: .whitespaces)), n > 0 {
+            count = String(n)
+        }
+        let staging = FileSystem.join(work, "pages")
+        if FileManager.default.createFile(atPath: staging, contents: Data(count.utf8)) { _ = install(staging, at: pages) }
     }
 
     /// Copies the tool's output next to `path` (the sandbox may be on another file system), then
@@ -155,10 +220,10 @@ actor WebThumbnails {
 
     /// ToolRun waits for its child: done on a thread of its own, not one of the server's.
     static func run(_ tool: String, _ arguments: [String], in directory: String,
-                    environment: [String: String]) async -> ToolOutcome {
+                    environment: [String: String], stdoutPath: String? = nil) async -> ToolOutcome {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
-                continuation.resume(returning: ToolRun.run(tool, arguments, in: directory, limits: limits,
+                continuation.resume(returning: ToolRun.run(tool, arguments, in: directory, stdoutPath: stdoutPath, limits: limits,
                                                            environment: environment))
             }
         }

@@ -6,7 +6,7 @@ import MultipartKit
 import NIOCore
 import ReceiptWire
 
-/// Adding and editing receipts from the browser. Both end in `ServerCatalog.push`, the sync API's
+/// Adding and editing receipts from the browser. Both end in `ServerStore.push`, the sync API's
 /// own write path: the role check, validation, a new change tag and sequence number, so every
 /// member's vault receives the change at its next `receipt sync`.
 extension WebRoutes {

@@ -90,7 +90,7 @@ public enum DateScanner {
     }
 
     public static func dates(in line: String) -> [PrintedDate] {
-        let tokens = tokenize(line.uppercased())
+        let tokens = tokenize(zeroesRead(line.uppercased()))
         var found: [PrintedDate] = []
         var index = 0
         while index < tokens.count {
@@ -102,6 +102,36 @@ public enum DateScanner {
             }
         }
         return found
+    }
+
+    /// OCR now and then reads a date's 0 as the letter O (`Date:O9/02/17`, SROIE dev 095 and 279): in a
+    /// word shaped as a numeric date (three parts of digits or O, 1-2, 1-2 and 2-4 long, the same
+    /// separator twice, four digits at least) an O is a 0. Any other word is left as it is.
+    static func zeroesRead(_ text: String) -> String {
+        guard text.contains("O") else { return text }
+        var out = ""
+        var word = ""
+        func flush() {
+            let separators = word.filter { "/.-".contains($0) }
+            let parts = word.split(omittingEmptySubsequences: false, whereSeparator: { "/.-".contains($0) })
+            let shaped = separators.count == 2 && Set(separators).count == 1 && parts.count == 3
+                && zip(parts, [1...2, 1...2, 2...4]).allSatisfy { part, lengths in
+                    lengths.contains(part.count) && part.allSatisfy { $0 == "O" || $0.isASCII && $0.isNumber }
+                }
+                && word.contains("O") && word.filter({ $0.isASCII && $0.isNumber }).count >= 4
+            out += shaped ? word.replacingOccurrences(of: "O", with: "0") : word
+            word = ""
+        }
+        for c in text {
+            if c.isASCII && (c.isNumber || c.isLetter) || "/.-".contains(c) {
+                word.append(c)
+            } else {
+                flush()
+                out.append(c)
+            }
+        }
+        flush()
+        return out
     }
 
     static func tokenize(_ text: String) -> [Token] {

@@ -52,7 +52,8 @@ enum TotalFinder {
         let bestLine = lines.firstIndex { best.line.hasPrefix($0) } ?? lines.count
         if best.weight >= 0.85, paymentConfirms(best.amount.cents, lines: lines, letters: letters)
             || sumConfirms(best.amount.cents, lines: lines, letters: letters)
-            || itemsConfirm(best.amount.cents, lines: Array(lines[..<bestLine]), letters: Array(letters[..<bestLine])) {
+            || itemsConfirm(best.amount.cents, lines: Array(lines[..<bestLine]), letters: Array(letters[..<bestLine]))
+            || printedAgain(best.amount.cents, besides: bestLine, lines: Array(lines[..<summary]), letters: letters) {
             confidence = max(confidence + 0.15, 0.92)
         }
         if !disagreeing.isEmpty { confidence -= 0.3 }
@@ -60,6 +61,18 @@ enum TotalFinder {
         // SROIE's prints, the total more often than not: 34.00 items read from 31.00, cash 101 less 70).
         if paymentContradicts(best.amount.cents, lines: lines, letters: letters) { confidence = min(confidence, 0.8) }
         return (best.amount, max(0, min(1, confidence)), best.line)
+    }
+
+    /// Lines that say how the total was paid.
+    static let paymentLabels = ["VISA", "MASTER", "CARD", "DEBIT", "CREDIT", "AMEX", "PAYMENT", "CASH", "TENDER", "PAID", "EFTPOS"]
+
+    /// Another line names this amount as the total (a rounded, gross or nett total) or as what paid it
+    /// (the card, the exact cash): two prints of one amount are seldom misread alike.
+    static func printedAgain(_ total: Int64, besides index: Int, lines: [String], letters: [String]) -> Bool {
+        lines.indices.contains { i in
+            i != index && (labelWeight(letters[i]) != nil || paymentLabels.contains { letters[i].contains($0) })
+                && AmountScanner.amounts(in: lines[i]).contains { $0.cents == total }
+        }
     }
 
     /// The items above the total line add up to it (the last amount of each line that names no sum).

@@ -204,9 +204,9 @@ struct VerifyItem: Sendable {
 
 enum VerifyOutcome: Sendable {
     /// Hashes to its address as recorded (or, for a file with no row, as `encoding`).
-    case good(encoding: BlobEncoding, size: Int64, storedSize: Int64, hashed: Int64)
+    case good(VerifiedBlob)
     /// Good bytes, but the row's encoding or sizes disagree with the file.
-    case misrecorded(encoding: BlobEncoding, size: Int64, storedSize: Int64, detail: String)
+    case misrecorded(VerifiedBlob, detail: String)
     /// Only its size was checked (`--quick`); encoding unknown for a file with no row.
     case unhashed(storedSize: Int64)
     case missing(String)

@@ -92,9 +92,9 @@ extension Vault {
         switch outcome {
         case .good, .unhashed:
             return nil
-        case .misrecorded(let encoding, let size, let storedSize, let detail):
+        case .misrecorded(let blob, let detail):
             return FsckProblem(.catalog, sha256: item.id.hex, receipts: refs, path: item.path, detail: "blob \(item.id): \(detail)",
-                               fix: .rerecord(item.id, encoding: encoding, size: size, storedSize: storedSize))
+                               fix: .rerecord(item.id, encoding: blob.encoding, size: blob.size, storedSize: blob.storedSize))
         case .missing(let detail) where refs.isEmpty:
             // A row for bytes that are gone, that nothing refers to: dropping it loses nothing.
             return FsckProblem(.orphanBlob, sha256: item.id.hex, path: item.path,

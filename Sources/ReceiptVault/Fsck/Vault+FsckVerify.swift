@@ -26,8 +26,8 @@ extension Vault {
                 let outcome = verify(item, store: store, quick: quick)
                 onOutcome(item, outcome)
                 var hashed: Int64 = 0
-                if case .good(_, _, _, let n) = outcome { hashed = n }
-                if case .misrecorded(_, let n, _, _) = outcome { hashed = n }
+                if case .good(let blob) = outcome { hashed = blob.size }
+                if case .misrecorded(let blob, _) = outcome { hashed = blob.size }
                 counter.leave()
                 sink.checked(hashedBytes: hashed, plannedBytes: item.storedSize)
                 return outcome
@@ -51,16 +51,14 @@ extension Vault {
         var firstDetail: String?
         for encoding in order {
             do {
-                let size = try store.verify(item.id, encoding: encoding)
-                guard let recorded = item.recorded else {
-                    return .good(encoding: encoding, size: size, storedSize: st.size, hashed: size)
-                }
-                if encoding != recorded || size != item.size || st.size != item.storedSize {
-                    return .misrecorded(encoding: encoding, size: size, storedSize: st.size, detail:
+                let blob = try store.verify(item.id, encoding: encoding)
+                guard let recorded = item.recorded else { return .good(blob) }
+                if encoding != recorded || blob.size != item.size || blob.storedSize != item.storedSize {
+                    return .misrecorded(blob, detail:
                         "the catalog records it as \(recorded.rawValue), \(item.size) bytes (\(item.storedSize) stored); "
-                        + "the file is \(encoding.rawValue), \(size) bytes (\(st.size) stored)")
+                        + "the file is \(encoding.rawValue), \(blob.size) bytes (\(blob.storedSize) stored)")
                 }
-                return .good(encoding: encoding, size: size, storedSize: st.size, hashed: size)
+                return .good(blob)
             } catch BlobError.corrupt(_, let detail) {
                 firstDetail = firstDetail ?? detail
                 continue

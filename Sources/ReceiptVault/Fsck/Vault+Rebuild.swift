@@ -28,15 +28,15 @@ extension Vault {
         let files = try store.enumerate()
         let items = files.compactMap { f in f.id.map { VerifyItem(id: $0, path: f.path, recorded: nil, size: f.storedSize, storedSize: f.storedSize) } }
         let outcomes = await verifyAll(items, store: store, quick: false, workers: options.workers, sink: sink)
-        var good: [BlobID: (encoding: BlobEncoding, size: Int64, stored: Int64)] = [:]
+        var good: [BlobID: VerifiedBlob] = [:]
         var receiptsOf: [String: [String]] = [:]
         for row in salvaged.rows("attachments") {
             if let sha = row["sha256"] as String?, let receipt = row["receiptID"] as String? { receiptsOf[sha, default: []].append(receipt) }
         }
         for (item, outcome) in zip(items, outcomes) {
             switch outcome {
-            case .good(let encoding, let size, let stored, _), .misrecorded(let encoding, let size, let stored, _):
-                good[item.id] = (encoding, size, stored)
+            case .good(let blob), .misrecorded(let blob, _):
+                good[item.id] = blob
             case .unhashed:
                 break
             case .corrupt(let detail), .missing(let detail):
@@ -64,6 +64,8 @@ extension Vault {
             compression: settingsMap["compression"].flatMap { CompressionMode(rawValue: $0) } ?? .auto)
         let scratch = FileSystem.join(store.interimPath, "catalog-rebuild-" + SecureRandom.hex(8) + ".interim")
         let fresh = try Catalog.create(at: scratch, settings: settings)
+        // The files found good may be ones a killed writer installed without its flushes.
+        let durable = try store.makeDurable(good.values.sorted { $0.id < $1.id })
         var counts = (receipts: 0, attachments: 0, inline: 0, recovered: 0)
         var missing: [(String, [String])] = []
         // Inline blobs kept (their bytes live only in the catalog): size and media type by address.
@@ -80,17 +82,15 @@ extension Vault {
                 for row in salvaged.rows("blobs") {
                     guard let sha = row["sha256"] as String?, let id = BlobID(hex: sha) else { continue }
                     if let data = row["inline"] as Data? {
-                        let bytes = [UInt8](data)
-                        if SHA256Hasher.hash(bytes) == id {
-                            try w.insertBlob(NewBlob(inline: bytes, id: id), createdAt: row["createdAt"] as Int64?)
+                        let blob = DurableBlob(inline: [UInt8](data))
+                        if blob.id == id {
+                            try w.insertBlob(blob, createdAt: row["createdAt"] as Int64?)
                             counts.inline += 1
-                            inline[id] = (Int64(bytes.count), bytes.withUnsafeBytes { MediaType.of(head: $0, filename: "") })
+                            inline[id] = (blob.size, data.withUnsafeBytes { MediaType.of(head: $0, filename: "") })
                         }
                     }
                 }
-                for (id, file) in good {
-                    try w.insertBlob(NewBlob(external: id, size: file.size, storedSize: file.stored, encoding: file.encoding))
-                }
+                for blob in durable { try w.insertBlob(blob) }
                 for row in salvaged.rows("receipts") {
                     if let zone = row["zone"] as String? { try w.ensureZone(zone) }
                     if (try? w.copy(row, into: "receipts")) == true { counts.receipts += 1 }
@@ -110,7 +110,7 @@ extension Vault {
                 for row in salvaged.rows("changes") {
                     guard let receipt = row["receiptID"] as String?, let zone = row["zone"] as String?,
                           let kind = (row["kind"] as String?).flatMap(Change.Kind.init(rawValue:)) else { continue }
-                    try w.recordChange(receipt, zone: zone, kind, at: row["at"] as Int64?)
+                    try w.restoreChange(receipt, zone: zone, kind, at: row["at"] as Int64?)
                 }
                 for row in salvaged.rows("syncState") { _ = try? w.copy(row, into: "syncState") }
                 // Every receipt is pushed again where a server is set.

@@ -56,7 +56,7 @@ extension Vault {
 
     private func inboxRows(_ w: CatalogWriter, _ batch: [(InputFile, IngestOutcome)], zone: String) throws -> InboxFileResult? {
         guard case (_, .ingested(let blob))? = batch.first else { return nil }
-        if let held = try Catalog.receipt(w.db, holdingContent: blob.id.hex, inZone: zone) {
+        if let held = try Catalog.receipt(w.db, holdingContent: blob.id, inZone: zone) {
             return .duplicate(sha256: blob.id.hex, receipt: held)
         }
         return try insertImported(w, batch, zone: zone, metadata: ReceiptMetadata()).first.map { .imported($0) }

@@ -11,22 +11,19 @@ extension Vault {
         case .file(let input):
             return try prepare(input)
         case .bytes(let bytes):
-            let id = SHA256Hasher.hash(bytes)
             let mediaType = bytes.prefix(4096).withUnsafeBytes { MediaType.of(head: $0, filename: "") }
             if Int64(bytes.count) < settings.inlineThreshold {
-                return PreparedBlob(id: id, size: Int64(bytes.count), mediaType: mediaType, inline: bytes, staged: nil)
+                return PreparedBlob(inline: DurableBlob(inline: bytes), mediaType: mediaType)
             }
             let staged = try blobs.stage(bytes: bytes, compression: settings.compression)
-            return PreparedBlob(id: id, size: staged.size, mediaType: mediaType, inline: nil, staged: staged)
+            return PreparedBlob(id: staged.id, size: staged.size, mediaType: mediaType, inline: nil, staged: staged)
         case .staged(let staged):
             return PreparedBlob(id: staged.id, size: staged.size, mediaType: "application/octet-stream", inline: nil, staged: staged)
         case .adopted(let id):
-            guard let encoding = try blobs.detectEncoding(id) else { throw BlobError.missing(id) }
-            let size = try blobs.verify(id, encoding: encoding)
-            let stored = try blobs.storedSize(of: id) ?? 0
-            return PreparedBlob(id: id, size: size, mediaType: try Self.sniffMediaType(blobs, id, encoding), inline: nil,
-                                staged: nil, adopted: StoredBlob(id: id, size: size, storedSize: stored, encoding: encoding,
-                                                                 deduplicated: true))
+            guard let verified = try blobs.verifyEitherEncoding(id) else { throw BlobError.corrupt(id, detail: "it does not hash to its address") }
+            let durable = try blobs.makeDurable([verified])[0]
+            return PreparedBlob(id: id, size: durable.size, mediaType: try Self.sniffMediaType(blobs, id, durable.encoding),
+                                inline: nil, staged: nil, adopted: durable)
         }
     }
 
@@ -51,8 +48,7 @@ extension Vault {
                 let n = try bytes.withUnsafeMutableBytes { try fd.readFully(into: $0) }
                 if n <= st.size {
                     bytes.removeLast(bytes.count - n)
-                    return PreparedBlob(id: SHA256Hasher.hash(bytes), size: Int64(n), mediaType: mediaType,
-                                        inline: bytes, staged: nil)
+                    return PreparedBlob(inline: DurableBlob(inline: bytes), mediaType: mediaType)
                 }
                 try fd.seek(to: 0)  // the file grew while we read it: stage it as a large one
             }
@@ -81,9 +77,9 @@ extension Vault {
             var bytes = [UInt8](repeating: 0, count: Int(st.size) + 1)
             let n = try bytes.withUnsafeMutableBytes { try fd.readFully(into: $0) }
             bytes.removeLast(bytes.count - min(n, bytes.count))
-            let id = SHA256Hasher.hash(bytes)
-            guard id == checked.id, n <= st.size else { throw changed(id) }
-            return PreparedBlob(id: id, size: Int64(n), mediaType: checked.mediaType, inline: bytes, staged: nil)
+            let blob = DurableBlob(inline: bytes)
+            guard blob.id == checked.id, n <= st.size else { throw changed(blob.id) }
+            return PreparedBlob(inline: blob, mediaType: checked.mediaType)
         }
         do {
             let staged = try blobs.stage(from: fd, compression: settings.compression, expected: checked.id)

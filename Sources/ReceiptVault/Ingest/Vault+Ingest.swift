@@ -47,10 +47,17 @@ struct PreparedBlob: Sendable {
     let id: BlobID
     let size: Int64
     let mediaType: String
-    let inline: [UInt8]?
+    /// Bytes the catalog keeps.
+    let inline: DurableBlob?
     let staged: StagedBlob?
-    /// An adopted file, verified: as the tree stores it.
-    var adopted: StoredBlob? = nil
+    /// An adopted file, verified and made durable where it is.
+    var adopted: DurableBlob? = nil
+}
+
+extension PreparedBlob {
+    init(inline blob: DurableBlob, mediaType: String) {
+        self.init(id: blob.id, size: blob.size, mediaType: mediaType, inline: blob, staged: nil)
+    }
 }
 
 /// The items of one batch. Staging files it still holds are dropped when it goes (after an install
@@ -327,7 +334,7 @@ extension Vault {
                     }
                 default: continue
                 }
-                let known = try recordBlob(w, blob, installed: blob.adopted ?? installed[blob.id])
+                let known = try recordBlob(w, blob, installed: blob.adopted.map { ($0, true) } ?? installed[blob.id])
                 // The bytes go once their row is written: at most two slices are in memory.
                 batch.items[index].1 = .done(Ingested(id: blob.id, size: blob.size, mediaType: blob.mediaType,
                                                       deduplicated: known))
@@ -352,27 +359,26 @@ extension Vault {
     }
 
     /// Installs the staged blobs of a batch (renames, one fsync per folder); nothing is referenced yet.
-    func installStaged(_ blobsToInstall: [PreparedBlob]) throws -> [BlobID: StoredBlob] {
+    func installStaged(_ blobsToInstall: [PreparedBlob]) throws -> [BlobID: (DurableBlob, deduplicated: Bool)] {
         let staged = blobsToInstall.compactMap(\.staged)
         guard !staged.isEmpty else { return [:] }
-        var map: [BlobID: StoredBlob] = [:]
-        for stored in try blobs.install(staged) { map[stored.id] = map[stored.id] ?? stored }
+        var map: [BlobID: (DurableBlob, deduplicated: Bool)] = [:]
+        for stored in try blobs.install(staged) { map[stored.id] = map[stored.id] ?? (stored.durable, stored.deduplicated) }
         return map
     }
 
     /// Inserts the blob's row unless present; returns whether the vault already had the blob. The
     /// only place the vault asks for a blob row.
-    func recordBlob(_ w: CatalogWriter, _ blob: PreparedBlob, installed: StoredBlob?) throws -> Bool {
+    func recordBlob(_ w: CatalogWriter, _ blob: PreparedBlob, installed: (DurableBlob, deduplicated: Bool)?) throws -> Bool {
         if let inline = blob.inline {
-            return try !w.insertBlob(NewBlob(inline: inline, id: blob.id))
+            return try !w.insertBlob(inline)
         }
         // The blob file was installed before this transaction, or the catalog holds the blob already.
         guard let installed else {
             if try Catalog.hasBlob(w.db, blob.id) { return true }
             throw VaultError(.io, "blob \(blob.id) is not in the catalog nor staged; re-run the import")
         }
-        let inserted = try w.insertBlob(NewBlob(external: blob.id, size: installed.size, storedSize: installed.storedSize,
-                                                encoding: installed.encoding))
+        let inserted = try w.insertBlob(installed.0)
         return !inserted || installed.deduplicated
     }
 }

@@ -174,8 +174,7 @@ final class ManifestRowWriter: @unchecked Sendable {
         }
         for (index, row) in touched.sorted(by: { $0.key < $1.key }) where !recorded.contains(index) {
             let receipt = row.planned
-            try w.touchReceipt(receipt.id)
-            try w.recordChange(receipt.id, zone: receipt.zone, .upsert)
+            try w.touchReceipt(receipt.id, zone: receipt.zone)
         }
         return zip(rows, out).compactMap { row, outcome in
             outcome.map {
@@ -239,8 +238,7 @@ final class ManifestRowWriter: @unchecked Sendable {
             planned.metadata.apply(to: &stored)
             guard stored != before else { return false }
             stored.modifiedAt = w.now
-            try w.updateReceipt(stored)
-            try w.recordChange(stored.id, zone: stored.zone, .upsert)
+            try w.changeReceipt(stored)
             return true
         }
         var receipt = Receipt(id: id, zone: planned.zone, createdAt: w.now, modifiedAt: w.now)
@@ -253,8 +251,7 @@ final class ManifestRowWriter: @unchecked Sendable {
             tags = try CatalogWriter.tagsJSON(receipt.tags)
             tagJSON[receipt.tags] = tags
         }
-        try w.insertReceipt(receipt, tagsJSON: tags)
-        try w.recordChange(receipt.id, zone: receipt.zone, .upsert)
+        try w.addReceipt(receipt, tagsJSON: tags)
         return true
     }
 }
