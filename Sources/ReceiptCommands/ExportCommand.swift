@@ -39,7 +39,7 @@ struct ExportCommand: ParsableCommand {
         }
         let vault = try options.openVault()
         let progress = ProgressLine("exporting")
-        let filter = ExportFilter(zone: scope.zone, from: scope.from, to: scope.to, category: scope.category, status: scope.status)
+        let filter = scope.scope
         let report = try vault.export(to: destination, filter: filter, zip: zip, for: purpose) {
             progress.update(files: $0.filesDone, of: $0.filesTotal, bytes: $0.bytesDone, of: $0.bytesTotal)
         }

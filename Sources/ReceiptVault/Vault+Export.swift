@@ -8,23 +8,6 @@ import ReceiptWire
 import Glibc
 #endif
 
-/// Which receipts an export takes.
-public struct ExportFilter: Sendable {
-    public var zone: String?
-    public var from: String?
-    public var to: String?
-    public var category: String?
-    public var status: String?
-
-    public init(zone: String? = nil, from: String? = nil, to: String? = nil, category: String? = nil, status: String? = nil) {
-        self.zone = zone
-        self.from = from
-        self.to = to
-        self.category = category
-        self.status = status
-    }
-}
-
 /// Who an export is for: `plain` (folders by month) or `claim`, a package an accountant or insurer
 /// accepts (numbered files, index.csv, summary.txt, SHA256SUMS; see Vault+ClaimPackage.swift).
 public enum ExportPurpose: String, Sendable, CaseIterable {
@@ -89,14 +72,13 @@ extension Vault {
     /// file and folder is created owner-only, never through a symbolic link nor over anything another
     /// program put there meanwhile (`ExportFolder`). A missing or corrupt blob is reported in `failed`
     /// and the rest is still exported. The export is durable on return.
-    public func export(to destination: String, filter: ExportFilter = ExportFilter(), zip: Bool = false,
+    public func export(to destination: String, filter: ReceiptScope = ReceiptScope(), zip: Bool = false,
                        for purpose: ExportPurpose = .plain,
                        progress: (@Sendable (ExportProgress) -> Void)? = nil) throws -> ExportReport {
         var destination = absolute(destination)
         while destination.count > 1 && destination.hasSuffix("/") { destination.removeLast() }
         let checked = try checkDestination(destination, zip: zip)
-        let receipts = try list(ReceiptScope(zone: filter.zone, from: filter.from, to: filter.to, category: filter.category,
-                                           status: filter.status))
+        let receipts = try list(filter)
         let items = Self.exportItems(receipts, for: purpose)
         var tally = ExportProgress(filesDone: 0, filesTotal: items.count, bytesDone: 0,
                                    bytesTotal: items.reduce(0) { $0 + $1.size })
