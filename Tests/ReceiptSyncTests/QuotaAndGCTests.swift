@@ -141,7 +141,7 @@ final class QuotaAndGCTests: XCTestCase {
             try await catalog.registerUploads([(staged.id, staged.size)], caller: alice)
             // A grace of 0 takes what was touched up to gc's millisecond, so without the
             // reservation this gc would take the blob whether or not the clock ticked meanwhile.
-            let report = try catalog.collectGarbage(graceSeconds: 0, dryRun: false)
+            let report = try await catalog.collectGarbage(graceSeconds: 0, dryRun: false)
             XCTAssertEqual(report.removedBlobs, 0, "\(round): gc took a blob between its record and its install")
             _ = try catalog.blobs.install([staged])
             try await catalog.uploadsInstalled([staged.id])

@@ -318,7 +318,7 @@ final class ServerAuthorizationTests: XCTestCase {
         let folder = TemporaryFolder("receipt-server-sync")
         let catalog = try ServerCatalog(dataPath: folder.file("server"))
         defer { try? catalog.close() }
-        XCTAssertEqual(try catalog.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }, 2)
+        XCTAssertEqual(try catalog.pool.database.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }, 2)
     }
 
     func testServerRestartKeepsEverything() async throws {

@@ -50,7 +50,7 @@ final class TextOwnersMigrationTests: XCTestCase {
         XCTAssertEqual(recordBytes, Self.recordBytes)
         try await assertEachHouseholdKeepsItsTexts(catalog)
         // The blob nobody references goes at gc, and its text with it.
-        _ = try catalog.collectGarbage(graceSeconds: 0, dryRun: false)
+        _ = try await catalog.collectGarbage(graceSeconds: 0, dryRun: false)
         let left = try await catalog.pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM blobTextsUnowned") }
         XCTAssertEqual(left, 0)
         try catalog.close()

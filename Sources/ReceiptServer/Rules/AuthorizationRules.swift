@@ -26,3 +26,28 @@ extension ServerRules {
         return zone
     }
 }
+
+/// A zone the caller can read, with the sequence its row held when read.
+struct ReadZone: Sendable {
+    let visible: VisibleZone
+    let seq: Int64
+}
+
+extension ServerRules {
+    /// The zone `owner/name` as `caller` may see it; nil when absent or not readable by the caller.
+    static func zone(_ tx: any StorageTransaction, owner: String, name: String, caller: Account, lock: Bool = false) async throws -> ReadZone? {
+        guard let row = try await tx.zone(owner: owner, name: name, account: caller.id, lock: lock),
+              let role = role(ownerID: row.ownerID, shareRole: row.shareRole, caller: caller) else { return nil }
+        return ReadZone(visible: VisibleZone(id: row.id, uid: row.uid, owner: row.owner, ownerID: row.ownerID, name: row.name, role: role),
+                        seq: row.seq)
+    }
+
+    /// The zone when the caller can read it; not found otherwise. With `lock`, its row stays locked
+    /// until the transaction ends, which serialises every push to the zone across processes.
+    static func requireZone(_ tx: any StorageTransaction, owner: String, name: String, caller: Account, lock: Bool = false) async throws -> ReadZone {
+        guard let zone = try await zone(tx, owner: owner, name: name, caller: caller, lock: lock) else {
+            throw ServerError.notFound(zoneLabel(owner, name))
+        }
+        return zone
+    }
+}

@@ -6,12 +6,6 @@ import ReceiptWire
 /// A store reads what these need (the record as stored, its attachments' blobs), asks the verdict,
 /// and writes what is saved; it decides nothing itself.
 extension ServerRules {
-    /// A record as a store holds it.
-    struct StoredRecord: Sendable {
-        let changeTag: String
-        let payload: String?
-    }
-
     /// What a store knows of a blob an attachment names: its size when it has the row, and whether
     /// the caller proved it holds the bytes (it uploaded them, or already reads a zone that has them).
     struct StoredBlob: Sendable {

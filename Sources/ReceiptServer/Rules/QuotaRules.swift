@@ -10,11 +10,11 @@ import Foundation
 /// - records: each record of the owner's zones, its JSON as stored plus a row's worth, so that
 ///   deletion markers count too.
 /// The rules both stores apply are here once; each store sums them in its own SQL.
-struct StorageUse: Sendable, Equatable {
-    var blobs: Int64 = 0
-    var texts: Int64 = 0
-    var records: Int64 = 0
-    var total: Int64 { blobs + texts + records }
+public struct StorageUse: Sendable, Equatable {
+    public var blobs: Int64 = 0
+    public var texts: Int64 = 0
+    public var records: Int64 = 0
+    public var total: Int64 { blobs + texts + records }
 
     /// What a record row costs beside its JSON: its id, change tag and sequence number.
     static let recordRowBytes: Int64 = 64

@@ -5,9 +5,10 @@ import ReceiptWire
 /// upload bookkeeping. Two implementations pass one conformance suite: `ServerCatalog` (embedded
 /// SQLite in the data folder, a household's default) and `PostgresServerStore` (a provider's
 /// PostgreSQL, shared by several server processes). Blobs are files under the data folder either way.
-public protocol ServerStore: AnyObject, Sendable {
-    /// The blob tree (`blobs/`, `interim/`) under the data folder.
-    var blobs: BlobStore { get }
+///
+/// The rules over the storage protocol (Rules/) implement push, pull and blob bookkeeping once for
+/// both; the requirements below are what each store still answers itself.
+public protocol ServerStore: ServerStorage {
 
     // Accounts and tokens (the `receipt server account-*|token-*` commands).
     func addAccount(_ name: String, quota: Int64?) async throws -> String
@@ -27,14 +28,6 @@ public protocol ServerStore: AnyObject, Sendable {
     func shares(owner: String, name: String, caller: Account) async throws -> [WireShare]
     func share(owner: String, name: String, with account: String, role: WireRole, caller: Account) async throws
     func unshare(owner: String, name: String, with account: String, caller: Account) async throws
-
-    // Blobs, records and change tokens.
-    func want(_ blobs: [String], caller: Account) async throws -> [String]
-    func registerUploads(_ blobs: [(id: BlobID, size: Int64)], caller: Account) async throws
-    func uploadsInstalled(_ ids: [BlobID]) async throws
-    func readableBlobSizes(_ ids: [BlobID], caller: Account) async throws -> [Int64?]
-    func push(_ request: WirePushRequest, owner: String, name: String, caller: Account) async throws -> WirePushResponse
-    func changes(owner: String, name: String, since: String?, limit: Int, caller: Account) async throws -> WireChangesResponse
 
     // The web view's passwords and sessions (`receipt server passwd|sessions-revoke`).
     /// Sets the account's web password (and ends its open web sessions).
@@ -62,10 +55,6 @@ public protocol ServerStore: AnyObject, Sendable {
 }
 
 extension ServerCatalog: ServerStore {}
-
-/// How far ahead `registerUploads` sets `touchedAt`: longer than any install takes, short enough
-/// that the row of an upload whose server died before installing is collected within the hour.
-let uploadReservationMilliseconds: Int64 = 3_600_000
 
 extension ServerStore {
     /// `PUT /v1/text/{sha256}/{version}`: one text; not found when the caller cannot read the blob.

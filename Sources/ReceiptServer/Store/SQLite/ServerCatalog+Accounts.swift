@@ -54,9 +54,9 @@ extension ServerCatalog {
 
     /// Creates an account with one token (labelled `default`) and returns the token. `quota`: bytes,
     /// nil for none.
-    public func addAccount(_ name: String, quota: Int64? = nil) throws -> String {
+    public func addAccount(_ name: String, quota: Int64? = nil) async throws -> String {
         try ServerRules.checkName(name, "account name")
-        return try pool.write { db in
+        return try await pool.write { db in
             if try Int.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE name = ?", arguments: [name]) != nil {
                 throw ServerRules.accountExists(name)
             }
@@ -67,9 +67,9 @@ extension ServerCatalog {
     }
 
     /// Adds a token for another device; its label must be new for the account.
-    public func addToken(account name: String, label: String) throws -> String {
+    public func addToken(account name: String, label: String) async throws -> String {
         try ServerRules.checkName(label, "token label")
-        return try pool.write { db in
+        return try await pool.write { db in
             let id = try Self.accountID(db, name)
             if try Int.fetchOne(db, sql: "SELECT 1 FROM tokens WHERE accountID = ? AND label = ?", arguments: [id, label]) != nil {
                 throw ServerRules.tokenLabelTaken(account: name, label: label)
@@ -80,9 +80,9 @@ extension ServerCatalog {
 
     /// Replaces the token labelled `label` (every token of the account when nil) with one new
     /// token (labelled `label`, or `default`). The replaced tokens stop working at the next request.
-    public func rotateToken(account name: String, label: String?) throws -> String {
+    public func rotateToken(account name: String, label: String?) async throws -> String {
         if let label { try ServerRules.checkName(label, "token label") }
-        return try pool.write { db in
+        return try await pool.write { db in
             let id = try Self.accountID(db, name)
             if let label {
                 try db.execute(sql: "DELETE FROM tokens WHERE accountID = ? AND label = ?", arguments: [id, label])
@@ -95,8 +95,8 @@ extension ServerCatalog {
     }
 
     /// Revokes one token; the account's other tokens keep working.
-    public func revokeToken(account name: String, label: String) throws {
-        try pool.write { db in
+    public func revokeToken(account name: String, label: String) async throws {
+        try await pool.write { db in
             let id = try Self.accountID(db, name)
             try db.execute(sql: "DELETE FROM tokens WHERE accountID = ? AND label = ?", arguments: [id, label])
             guard db.changesCount > 0 else { throw ServerRules.tokenNotFound(account: name, label: label) }
@@ -104,8 +104,8 @@ extension ServerCatalog {
     }
 
     /// Sets (nil: removes) the account's quota in bytes.
-    public func setQuota(account name: String, bytes: Int64?) throws {
-        try pool.write { db in
+    public func setQuota(account name: String, bytes: Int64?) async throws {
+        try await pool.write { db in
             let id = try Self.accountID(db, name)
             try db.execute(sql: "UPDATE accounts SET quota = ? WHERE id = ?", arguments: [bytes, id])
         }
@@ -113,8 +113,8 @@ extension ServerCatalog {
 
     /// Removes an account: its tokens, its shares in others' zones, its zones (with their records).
     /// Refused while it owns a zone shared with another account, unless `deleteZones`.
-    public func removeAccount(_ name: String, deleteZones: Bool) throws -> RemovedAccount {
-        try pool.write { db in
+    public func removeAccount(_ name: String, deleteZones: Bool) async throws -> RemovedAccount {
+        try await pool.write { db in
             let id = try Self.accountID(db, name)
             let shared = try String.fetchAll(db, sql: """
                 SELECT DISTINCT z.name FROM zones z JOIN shares s ON s.zoneID = z.id WHERE z.ownerID = ? ORDER BY z.name
@@ -138,8 +138,8 @@ extension ServerCatalog {
     }
 
     /// Every account, by name, with its tokens' labels (never the tokens), zones, quota and usage.
-    public func accounts() throws -> [AccountSummary] {
-        try pool.read { db in
+    public func accounts() async throws -> [AccountSummary] {
+        try await pool.read { db in
             try Row.fetchAll(db, sql: "SELECT id, name, quota FROM accounts ORDER BY name").map { row in
                 let id: Int64 = row["id"]
                 let tokens = try Row.fetchAll(db, sql: "SELECT label, createdAt FROM tokens WHERE accountID = ? ORDER BY label",

@@ -5,13 +5,13 @@ import ReceiptCatalog
 
 /// `receipt server gc` over SQLite: the plan-then-execute of GCRules.swift.
 extension ServerCatalog {
-    public func collectGarbage(graceSeconds: Int64, dryRun: Bool) throws -> ServerGCReport {
+    public func collectGarbage(graceSeconds: Int64, dryRun: Bool) async throws -> ServerGCReport {
         let lock = try ServerRules.gcLock(dataPath)
         defer { lock.close() }
 
         let cutoff = ServerRules.now() - graceSeconds * 1000
         var report = ServerGCReport(dryRun: dryRun)
-        let planned = try pool.read { db in
+        let planned = try await pool.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT sha256, size FROM blobs b
                 WHERE touchedAt <= ? AND NOT EXISTS (SELECT 1 FROM recordBlobs rb WHERE rb.sha256 = b.sha256)
@@ -26,9 +26,9 @@ extension ServerCatalog {
             """
         if dryRun {
             report.blobs = planned.map { ServerGCReport.Blob(sha256: $0.0, bytes: $0.1) }
-            report.removedTexts = try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) " + orphanTexts) ?? 0 }
+            report.removedTexts = try await pool.read { try Int.fetchOne($0, sql: "SELECT count(*) " + orphanTexts) ?? 0 }
         } else {
-            report.removedTexts = try pool.write { db in
+            report.removedTexts = try await pool.write { db in
                 try db.execute(sql: "DELETE " + orphanTexts)
                 return db.changesCount
             }
@@ -36,7 +36,7 @@ extension ServerCatalog {
             while !rest.isEmpty {
                 let batch = rest.prefix(ServerRules.gcBatch)
                 rest = rest.dropFirst(batch.count)
-                let removed = try pool.write { db in
+                let removed = try await pool.write { db in
                     var removed: [ServerGCReport.Blob] = []
                     for (hex, size) in batch {
                         let still = try Bool.fetchOne(db, sql: """

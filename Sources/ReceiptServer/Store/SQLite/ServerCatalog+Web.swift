@@ -25,10 +25,10 @@ extension ServerCatalog {
     }
 
     /// Sets the account's web password (and ends its open sessions).
-    public func setPassword(account name: String, password: String) throws {
+    public func setPassword(account name: String, password: String) async throws {
         try ServerRules.validatePassword(password)
         let stored = try ServerRules.passwordHash(password, salt: SecureRandom.bytes(16), iterations: ServerRules.passwordIterations)
-        try pool.write { db in
+        try await pool.write { db in
             let id = try Self.accountID(db, name)
             try db.execute(sql: """
                 INSERT INTO webPasswords(accountID, hash, changedAt) VALUES (?, ?, ?)
@@ -39,8 +39,8 @@ extension ServerCatalog {
     }
 
     /// Ends every web session of the account; returns how many there were.
-    public func revokeSessions(account name: String) throws -> Int {
-        try pool.write { db in
+    public func revokeSessions(account name: String) async throws -> Int {
+        try await pool.write { db in
             let id = try Self.accountID(db, name)
             try db.execute(sql: "DELETE FROM webSessions WHERE accountID = ?", arguments: [id])
             return db.changesCount
@@ -53,14 +53,14 @@ extension ServerCatalog {
         let row = try await pool.read { db in
             try Row.fetchOne(db, sql: """
                 SELECT a.id, a.name, p.hash FROM accounts a JOIN webPasswords p ON p.accountID = a.id WHERE a.name = ?
-                """, arguments: [name])
+                """, arguments: [name]).map { (id: $0["id"] as Int64, name: $0["name"] as String, hash: $0["hash"] as String) }
         }
         guard let row else {
             _ = ServerRules.passwordMatches(password, stored: ServerRules.decoyHash)
             return nil
         }
-        guard ServerRules.passwordMatches(password, stored: row["hash"]) else { return nil }
-        return Account(id: row["id"], name: row["name"], tokenID: 0)
+        guard ServerRules.passwordMatches(password, stored: row.hash) else { return nil }
+        return Account(id: row.id, name: row.name, tokenID: 0)
     }
 
     /// Opens a session; returns the id to put in the cookie (only its hash is stored).

@@ -10,7 +10,7 @@ import Glibc
 /// (`blobs/`, `interim/`), through the same BlobStore as a vault.
 public final class ServerCatalog: Sendable {
     public static let fileName = "server.sqlite"
-    let pool: DatabasePool
+    let pool: SQLitePool
     public let blobs: BlobStore
     public let dataPath: String
 
@@ -26,6 +26,8 @@ public final class ServerCatalog: Sendable {
             var config = Configuration()
             config.foreignKeysEnabled = true
             config.busyMode = .timeout(30)
+            // A write transaction of the rules spans several writer accesses (SQLitePool.transaction).
+            config.allowsUnsafeTransactions = true
             config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             let pool = try DatabasePool(path: FileSystem.join(path, Self.fileName), configuration: config)
             // GRDB's pool sets `synchronous = NORMAL` on its writer when it turns WAL mode on, after
@@ -42,7 +44,7 @@ public final class ServerCatalog: Sendable {
             }
             try Self.keepCopyBeforeMigration(pool, catalogPath: FileSystem.join(path, Self.fileName))
             try Self.migrator.migrate(pool)
-            self.pool = pool
+            self.pool = SQLitePool(pool)
             self.blobs = store
             self.dataPath = path
         } catch let error as DatabaseError {

@@ -1,0 +1,73 @@
+import GRDB
+import NIOConcurrencyHelpers
+
+/// The server catalog's GRDB pool, with one write transaction at a time held across awaits.
+///
+/// The rules (Rules/) run a transaction as a series of awaited storage calls; GRDB's writer queue
+/// serialises single accesses, not a transaction spanning several. So every write here takes the
+/// writer's turn first: `transaction` holds it from `BEGIN IMMEDIATE` to `COMMIT`, `write` for one
+/// GRDB transaction. Nothing writes through the raw pool (`database`) while the server runs.
+final class SQLitePool: Sendable {
+    let database: DatabasePool
+    private let turn = WriterTurn()
+
+    init(_ database: DatabasePool) { self.database = database }
+
+    func read<T: Sendable>(_ value: @Sendable (Database) throws -> T) async throws -> T {
+        try await database.read(value)
+    }
+
+    func write<T: Sendable>(_ updates: @Sendable (Database) throws -> T) async throws -> T {
+        await turn.take()
+        defer { turn.give() }
+        return try await database.write(updates)
+    }
+
+    /// Runs `body` between `BEGIN IMMEDIATE` and `COMMIT` on the writer, holding the turn; rolled
+    /// back when it throws. The ends run even when the request's task is cancelled, so no
+    /// transaction is ever left open for the next writer.
+    func transaction<T>(_ body: () async throws -> T) async throws -> T {
+        await turn.take()
+        defer { turn.give() }
+        try await uncancelled("BEGIN IMMEDIATE")
+        do {
+            let value = try await body()
+            try await uncancelled("COMMIT")
+            return value
+        } catch {
+            try? await uncancelled("ROLLBACK")
+            throw error
+        }
+    }
+
+    private func uncancelled(_ sql: String) async throws {
+        let database = self.database
+        try await Task { try await database.writeWithoutTransaction { try $0.execute(sql: sql) } }.value
+    }
+
+    func close() throws { try database.close() }
+}
+
+/// A first-come first-served turn, awaited without blocking a thread.
+final class WriterTurn: Sendable {
+    private let state = NIOLockedValueBox<(taken: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func take() async {
+        await withCheckedContinuation { (next: CheckedContinuation<Void, Never>) in
+            let now = state.withLockedValue { state -> Bool in
+                if !state.taken { state.taken = true; return true }
+                state.waiting.append(next)
+                return false
+            }
+            if now { next.resume() }
+        }
+    }
+
+    func give() {
+        let next = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+            if state.waiting.isEmpty { state.taken = false; return nil }
+            return state.waiting.removeFirst()
+        }
+        next?.resume()
+    }
+}
