@@ -51,3 +51,10 @@ extension ServerRules {
         return zone
     }
 }
+
+extension ServerRules {
+    /// The zone when the caller owns it; not found when it cannot read it, forbidden when it is not the owner.
+    static func requireOwner(_ tx: any StorageTransaction, owner: String, name: String, caller: Account) async throws -> VisibleZone {
+        try requireOwner(await zone(tx, owner: owner, name: name, caller: caller)?.visible, owner: owner, name: name)
+    }
+}

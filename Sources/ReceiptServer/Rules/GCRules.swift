@@ -32,6 +32,44 @@ public struct ServerGCReport: Encodable, Sendable {
 /// its write transaction; SQLite lets one write transaction run at a time, so an upload either
 /// comes before the batch (the blob was touched: spared) or after it (its row and file come back
 /// whole), and a push either sees the blob referenced-to-be or finds it gone and asks for it again.
+extension ServerStore {
+    /// `receipt server gc`: deletes the blobs no record references and no upload touched within the
+    /// grace, and the texts nobody reads.
+    public func collectGarbage(graceSeconds: Int64, dryRun: Bool) async throws -> ServerGCReport {
+        let lock = try ServerRules.gcLock(blobs.root)
+        defer { lock.close() }
+        let cutoff = ServerRules.now() - graceSeconds * 1000
+        var report = ServerGCReport(dryRun: dryRun)
+        let planned = try await transaction(.read) { tx in try await tx.collectableBlobs(touchedBy: cutoff) }
+        if dryRun {
+            report.blobs = planned.map { ServerGCReport.Blob(sha256: $0.sha256, bytes: $0.size) }
+            report.removedTexts = try await transaction(.read) { tx in try await tx.orphanTexts(delete: false) }
+        } else {
+            report.removedTexts = try await transaction(.write) { tx in try await tx.orphanTexts(delete: true) }
+            let store = blobs
+            var rest = planned[...]
+            while !rest.isEmpty {
+                let batch = Array(rest.prefix(ServerRules.gcBatch))
+                rest = rest.dropFirst(batch.count)
+                report.blobs += try await transaction(.write) { tx in
+                    var removed: [ServerGCReport.Blob] = []
+                    for blob in batch {
+                        guard let id = BlobID(hex: blob.sha256), try await tx.lockCollectable(blob.sha256, touchedBy: cutoff) else { continue }
+                        try await tx.deleteBlob(blob.sha256)
+                        // Inside the transaction: no upload can record this blob until the file is gone.
+                        try store.remove([id])
+                        removed.append(ServerGCReport.Blob(sha256: blob.sha256, bytes: blob.size))
+                    }
+                    return removed
+                }
+            }
+        }
+        ServerRules.finish(&report, blobs: blobs, cutoff: cutoff, dryRun: dryRun)
+        if !dryRun { try collected() }
+        return report
+    }
+}
+
 extension ServerRules {
     public static let defaultGCGraceSeconds: Int64 = 86_400
     static let gcBatch = 500

@@ -6,26 +6,6 @@ import ReceiptWire
 /// The web view's passwords, sessions and reads in PostgreSQL: the same rules, hashes and answers
 /// as the embedded catalog's (PasswordRules.swift for the rules).
 extension PostgresServerStore {
-    public func setPassword(account name: String, password: String) async throws {
-        try ServerRules.validatePassword(password)
-        let stored = try ServerRules.passwordHash(password, salt: SecureRandom.bytes(16), iterations: ServerRules.passwordIterations)
-        try await transaction { db in
-            let id = try await Self.accountID(db, name)
-            try await db.run("""
-                INSERT INTO web_passwords(account_id, hash, changed_at) VALUES (\(id), \(stored), \(ServerRules.now()))
-                ON CONFLICT (account_id) DO UPDATE SET hash = excluded.hash, changed_at = excluded.changed_at
-                """)
-            try await db.run("DELETE FROM web_sessions WHERE account_id = \(id)")
-        }
-    }
-
-    public func revokeSessions(account name: String) async throws -> Int {
-        try await transaction { db in
-            let id = try await Self.accountID(db, name)
-            return try await db.run("DELETE FROM web_sessions WHERE account_id = \(id) RETURNING 1")
-        }
-    }
-
     func checkPassword(account name: String, password: String) async throws -> Account? {
         let row = try await transaction { db in
             try await db.rows("""

@@ -1,4 +1,6 @@
+import BlobStore
 import GRDB
+import ReceiptCatalog
 
 /// The storage protocol (Store/ServerStorage.swift) in SQLite: SQL only, the rules are in Rules/.
 extension ServerCatalog {
@@ -8,6 +10,11 @@ extension ServerCatalog {
         case .write: return try await pool.transaction { try await body(SQLiteTransaction(pool: pool, writing: true)) }
         }
     }
+
+    /// The migrated catalog served and was collected from: its pre-upgrade copy has done its work.
+    public func collected() throws {
+        try CatalogCopy.removeBeforeMigrationCopies(of: FileSystem.join(dataPath, Self.fileName))
+    }
 }
 
 /// One transaction's statements: in a write transaction on the writer (inside the open
@@ -16,7 +23,7 @@ struct SQLiteTransaction: StorageTransaction {
     let pool: SQLitePool
     let writing: Bool
 
-    private func run<T: Sendable>(_ statement: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func run<T: Sendable>(_ statement: @escaping @Sendable (Database) throws -> T) async throws -> T {
         writing ? try await pool.database.writeWithoutTransaction(statement) : try await pool.read(statement)
     }
 
@@ -32,6 +39,76 @@ struct SQLiteTransaction: StorageTransaction {
                            seq: $0["seq"], shareRole: $0["shareRole"])
             }
         }
+    }
+
+    func zones(of account: Int64) async throws -> [StoredZoneListing] {
+        try await run { db in
+            try Row.fetchAll(db, sql: """
+                SELECT a.name AS owner, z.name AS name, NULL AS role,
+                       EXISTS (SELECT 1 FROM shares s WHERE s.zoneID = z.id) AS shared
+                FROM zones z JOIN accounts a ON a.id = z.ownerID WHERE z.ownerID = ?1
+                UNION ALL
+                SELECT a.name AS owner, z.name AS name, s.role AS role, 1 AS shared
+                FROM shares s JOIN zones z ON z.id = s.zoneID JOIN accounts a ON a.id = z.ownerID
+                WHERE s.accountID = ?1
+                ORDER BY owner, name
+                """, arguments: [account]).map {
+                StoredZoneListing(owner: $0["owner"], name: $0["name"], shareRole: $0["role"], shared: $0["shared"])
+            }
+        }
+    }
+
+    func insertZone(owner: Int64, name: String, uid: String, createdAt: Int64) async throws -> Bool {
+        try await run { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO zones(uid, ownerID, name, seq, createdAt) VALUES (?, ?, ?, 0, ?)",
+                           arguments: [uid, owner, name, createdAt])
+            return db.changesCount > 0
+        }
+    }
+
+    func deleteZone(_ zone: Int64) async throws {
+        try await run { db in
+            try db.execute(sql: "DELETE FROM recordBlobs WHERE zoneID = ?", arguments: [zone])
+            try db.execute(sql: "DELETE FROM records WHERE zoneID = ?", arguments: [zone])
+            try db.execute(sql: "DELETE FROM shares WHERE zoneID = ?", arguments: [zone])
+            try db.execute(sql: "DELETE FROM zones WHERE id = ?", arguments: [zone])
+        }
+    }
+
+    func shares(zone: Int64) async throws -> [(account: String, role: String)] {
+        try await run { db in
+            try Row.fetchAll(db, sql: """
+                SELECT a.name, s.role FROM shares s JOIN accounts a ON a.id = s.accountID WHERE s.zoneID = ? ORDER BY a.name
+                """, arguments: [zone]).map { ($0[0], $0[1]) }
+        }
+    }
+
+    func setShare(zone: Int64, account: Int64, role: String) async throws {
+        try await run { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO shares(zoneID, accountID, role) VALUES (?, ?, ?)", arguments: [zone, account, role])
+        }
+    }
+
+    func removeShare(zone: Int64, account: Int64) async throws {
+        try await run { db in try db.execute(sql: "DELETE FROM shares WHERE zoneID = ? AND accountID = ?", arguments: [zone, account]) }
+    }
+
+    func dropPossessions(account: Int64, referencedBy zone: Int64) async throws {
+        try await run { db in
+            try db.execute(sql: "DELETE FROM possessions WHERE accountID = ? AND sha256 IN (SELECT sha256 FROM recordBlobs WHERE zoneID = ?)",
+                           arguments: [account, zone])
+        }
+    }
+
+    func bumpTextSequence(account: Int64) async throws {
+        try await run { db in
+            try db.execute(sql: "INSERT INTO textSeqs(accountID, seq) VALUES (?, 1) ON CONFLICT(accountID) DO UPDATE SET seq = seq + 1",
+                           arguments: [account])
+        }
+    }
+
+    func accountID(named name: String) async throws -> Int64? {
+        try await run { db in try Int64.fetchOne(db, sql: "SELECT id FROM accounts WHERE name = ?", arguments: [name]) }
     }
 
     func record(zone: Int64, id: String) async throws -> StoredRecord? {

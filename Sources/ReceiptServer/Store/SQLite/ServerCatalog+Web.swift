@@ -24,29 +24,6 @@ extension ServerCatalog {
         }
     }
 
-    /// Sets the account's web password (and ends its open sessions).
-    public func setPassword(account name: String, password: String) async throws {
-        try ServerRules.validatePassword(password)
-        let stored = try ServerRules.passwordHash(password, salt: SecureRandom.bytes(16), iterations: ServerRules.passwordIterations)
-        try await pool.write { db in
-            let id = try Self.accountID(db, name)
-            try db.execute(sql: """
-                INSERT INTO webPasswords(accountID, hash, changedAt) VALUES (?, ?, ?)
-                ON CONFLICT(accountID) DO UPDATE SET hash = excluded.hash, changedAt = excluded.changedAt
-                """, arguments: [id, stored, ServerRules.now()])
-            try db.execute(sql: "DELETE FROM webSessions WHERE accountID = ?", arguments: [id])
-        }
-    }
-
-    /// Ends every web session of the account; returns how many there were.
-    public func revokeSessions(account name: String) async throws -> Int {
-        try await pool.write { db in
-            let id = try Self.accountID(db, name)
-            try db.execute(sql: "DELETE FROM webSessions WHERE accountID = ?", arguments: [id])
-            return db.changesCount
-        }
-    }
-
     /// The account when `password` is its web password, else nil. An unknown account costs the same
     /// hashing work as a known one (its name's existence is not disclosed by timing).
     func checkPassword(account name: String, password: String) async throws -> Account? {
