@@ -24,7 +24,7 @@ struct SQLiteTransaction: StorageTransaction {
     let writing: Bool
 
     func run<T: Sendable>(_ statement: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        writing ? try await pool.database.writeWithoutTransaction(statement) : try await pool.read(statement)
+        writing ? try pool.inTransaction(statement) : try await pool.read(statement)
     }
 
     func zone(owner: String, name: String, account: Int64, lock: Bool) async throws -> StoredZone? {
