@@ -41,6 +41,14 @@ extension ServerStore {
         }
     }
 
+    /// The one write order of every upload (sync or web): record possession and reserve the rows
+    /// (quota checked), install the verified files durably, then end the reservation.
+    func installUploads(_ staged: [StagedBlob], caller: Account) async throws {
+        try await registerUploads(staged.map { ($0.id, $0.size) }, caller: caller)
+        _ = try blobs.install(staged)
+        try await uploadsInstalled(staged.map(\.id))
+    }
+
     /// Ends the reservation `registerUploads` made: the blobs are in place, `touchedAt` is now.
     public func uploadsInstalled(_ ids: [BlobID]) async throws {
         try await transaction(.write) { tx in

@@ -1,30 +1,18 @@
 import BlobStore
 import ReceiptWire
 
-/// The server catalog's operations: accounts, tokens, zones, shares, records, change tokens and
-/// upload bookkeeping. Two implementations pass one conformance suite: `ServerCatalog` (embedded
-/// SQLite in the data folder, a household's default) and `PostgresServerStore` (a provider's
-/// PostgreSQL, shared by several server processes). Blobs are files under the data folder either way.
-///
-/// The rules over the storage protocol (Rules/) implement push, pull, blob bookkeeping, zones, shares, accounts, tokens, web passwords, gc and extracted texts once for
-/// both; the requirements below are what each store still answers itself.
+/// The server catalog: accounts, tokens, zones, shares, records, change tokens, texts and upload
+/// bookkeeping. Its verbs are the rules', written once in Rules/ over the storage protocol
+/// (ServerStorage.swift); a store conforms by answering that protocol in its own SQL. Two do, and
+/// pass one conformance suite: `ServerCatalog` (embedded SQLite in the data folder, a household's
+/// default) and `PostgresServerStore` (a provider's PostgreSQL, shared by several server
+/// processes). Blobs are files under the data folder either way.
 public protocol ServerStore: ServerStorage {
-
     /// Releases the database (connections, file handles).
     func close() async throws
 }
 
 extension ServerCatalog: ServerStore {}
-
-extension ServerStore {
-    /// The one write order of every upload (sync or web): record possession and reserve the rows
-    /// (quota checked), install the verified files durably, then end the reservation.
-    func installUploads(_ staged: [StagedBlob], caller: Account) async throws {
-        try await registerUploads(staged.map { ($0.id, $0.size) }, caller: caller)
-        _ = try blobs.install(staged)
-        try await uploadsInstalled(staged.map(\.id))
-    }
-}
 
 /// Where a server keeps its catalog: the embedded SQLite file in the data folder, or PostgreSQL.
 public enum ServerDatabase: Sendable, Equatable {
