@@ -11,7 +11,7 @@ import GRDB
 /// `blobTextsUnowned`, and go with their blob when the server's gc collects it; nothing is deleted.
 ///
 /// `bytes` (a text's size) and `zones.recordBytes` (the bytes of a zone's records) are what the
-/// quota counts of texts and records (ServerCatalog+Quota.swift), kept so it never reads them.
+/// quota counts of texts and records (ServerCatalog+Quota.swift's usage), kept so it never reads them.
 extension ServerCatalog {
     static func registerTextOwnersMigration(_ m: inout DatabaseMigrator) {
         m.registerMigration("server-texts-per-owner") { db in
