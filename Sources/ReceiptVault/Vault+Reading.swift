@@ -3,13 +3,6 @@ import GRDB
 import ReceiptCatalog
 import ReceiptText
 
-/// A field the vault offers from a receipt's text, as `list`, `show` and `review` print it.
-public struct FieldSuggestion: Codable, Sendable, Equatable {
-    public var value: String
-    public var confidence: Double
-    public var line: String
-}
-
 /// One file's extracted text, as `show --text` prints it.
 public struct ExtractedText: Codable, Sendable, Equatable {
     public var filename: String
