@@ -1,3 +1,4 @@
+import BlobStore
 import Foundation
 import GRDB
 
@@ -76,7 +77,7 @@ extension Catalog {
     }
 
     /// Receipts (row number, id) one of whose files is one of `blobs`.
-    public static func receiptRows(_ db: Database, withBlobs blobs: [String]) throws -> [(row: Int64, id: String)] {
+    public static func receiptRows(_ db: Database, withBlobs blobs: [BlobID]) throws -> [(row: Int64, id: String)] {
         var out: [Int64: String] = [:]
         for start in stride(from: 0, to: blobs.count, by: 500) {
             let part = Array(blobs[start..<min(start + 500, blobs.count)])

@@ -1,3 +1,4 @@
+import BlobStore
 import Foundation
 import GRDB
 import ReceiptCatalog
@@ -26,7 +27,7 @@ extension Vault {
     /// Reads the receipts that hold one of `blobs` (whose text was just stored) in writable zones.
     /// Returns how many receipts had a field filled or suggested.
     @discardableResult
-    func readReceipts(holding blobs: [String]) throws -> Int {
+    func readReceipts(holding blobs: [BlobID]) throws -> Int {
         guard !blobs.isEmpty else { return 0 }
         let version = TextExtractor.version
         let rows = try wrapped { try catalog.read { db in try Catalog.receiptRows(db, withBlobs: blobs) } }
