@@ -130,7 +130,8 @@ extension WebRoutes {
 }
 
 /// The metadata fields of the upload and edit forms, checked by the rules `receipt import` uses
-/// (`ReceiptFields`); an empty field is an absent value.
+/// (`ReceiptFields`); an empty field is an absent value. Free text is kept as typed, blanks around it
+/// included, as the command line and a push keep it (so a save without a change changes nothing).
 struct WebMetadata {
     var merchant, date, total, currency, category, note: String?
 
@@ -138,8 +139,7 @@ struct WebMetadata {
         func value(_ key: String, _ rule: (String) throws -> String) throws -> String? {
             // A browser sends a textarea's line breaks as CRLF whatever it was given: stored as the
             // LF the command line and the form's page use, so a save without a change changes nothing.
-            guard let text = fields[key]?.replacingOccurrences(of: "\r\n", with: "\n").trimmingCharacters(in: .whitespacesAndNewlines),
-                  !text.isEmpty else { return nil }
+            guard let text = fields[key]?.replacingOccurrences(of: "\r\n", with: "\n"), !text.isEmpty else { return nil }
             do { return try rule(text) } catch let error as FieldError { throw ServerError.bad(error.description) }
         }
         merchant = try value("merchant") { try ReceiptFields.text($0, field: "merchant") }
