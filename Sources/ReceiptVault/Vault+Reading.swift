@@ -2,13 +2,11 @@ import Foundation
 import GRDB
 import ReceiptCatalog
 import ReceiptText
+import ReceiptWire
 
-/// A field the vault offers from a receipt's text, as `list`, `show` and `review` print it.
-public struct FieldSuggestion: Codable, Sendable, Equatable {
-    public var value: String
-    public var confidence: Double
-    public var line: String
-}
+/// A field the vault offers from a receipt's text, as `list`, `show` and `review` print it, and as
+/// it travels to the other members' vaults.
+public typealias FieldSuggestion = WireSuggestion
 
 /// One file's extracted text, as `show --text` prints it.
 public struct ExtractedText: Codable, Sendable, Equatable {
@@ -57,17 +55,21 @@ extension Vault {
                         if let merchant, let order = try Catalog.dateOrder(db, merchantKey: ReceiptReader.aliasKey(merchant)) {
                             reader.order = DateOrder(rawValue: order)
                         }
-                        var reading = ReceiptReading(extractor: version, fields: [:])
+                        // What an earlier reading filled and no one changed stays filled (and under review).
+                        var reading = try Catalog.readings(db, ofRows: [row])[row]?.pending(in: receipt) ?? ReceiptReading(extractor: version, fields: [:])
+                        reading.extractor = version
+                        var filledNow = false
                         for proposal in reader.read(text) where Self.readFields.contains(proposal.field) {
                             let name = proposal.field.rawValue
-                            guard Self.value(of: name, in: receipt) == nil else { continue }
+                            guard receipt.value(ofRead: name) == nil else { continue }
                             let fill = proposal.fills && (try? Self.canonical(proposal.field, proposal.value)) != nil
                             if fill { Self.set(name, to: proposal.value, in: &receipt) }
+                            filledNow = filledNow || fill
                             reading.fields[name] = FieldReading(value: proposal.value, confidence: proposal.confidence,
                                                                 line: proposal.line, filled: fill)
                         }
                         guard !reading.fields.isEmpty else { continue }
-                        if !reading.filled.isEmpty {
+                        if filledNow {
                             receipt.modifiedAt = w.now
                             try w.changeReceipt(receipt)
                         }
@@ -100,11 +102,11 @@ extension Vault {
                 var changed = false
                 for name in names {
                     guard let field = reading.fields[name] else { continue }
-                    if !field.filled, Self.value(of: name, in: receipt) == nil {
+                    if !field.filled, receipt.value(ofRead: name) == nil {
                         Self.set(name, to: try Self.canonical(ReadField(rawValue: name)!, field.value), in: &receipt)
                         changed = true
                     }
-                    try learn(w, name: name, reading: field, confirmed: Self.value(of: name, in: receipt) ?? field.value,
+                    try learn(w, name: name, reading: field, confirmed: receipt.value(ofRead: name) ?? field.value,
                               merchant: receipt.merchant ?? reading.fields["merchant"]?.value)
                     reading.fields[name] = nil
                 }
@@ -125,7 +127,7 @@ extension Vault {
         guard let row = try Catalog.receiptRow(db, id: receipt.id), var reading = try Catalog.readings(db, ofRows: [row])[row] else { return }
         for name in Self.readFields.map(\.rawValue) where Self.value(of: name, in: changes) != nil {
             guard let field = reading.fields[name] else { continue }
-            if let value = Self.value(of: name, in: receipt) {
+            if let value = receipt.value(ofRead: name) {
                 try learn(w, name: name, reading: field, confirmed: value, merchant: receipt.merchant ?? reading.fields["merchant"]?.value)
             }
             reading.fields[name] = nil
@@ -217,16 +219,6 @@ extension Vault {
         case .date: return try Validate.date(value)
         case .total, .tax: return try Validate.total(value)
         case .currency: return try Validate.currency(value)
-        }
-    }
-
-    static func value(of name: String, in r: Receipt) -> String? {
-        switch name {
-        case "merchant": return r.merchant
-        case "date": return r.date
-        case "total": return r.total
-        case "currency": return r.currency
-        default: return nil
         }
     }
 
