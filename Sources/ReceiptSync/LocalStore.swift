@@ -2,6 +2,7 @@ import BlobStore
 import Foundation
 import GRDB
 import ReceiptCatalog
+import ReceiptVault
 import ReceiptWire
 
 /// The sync engine's reads and writes of the vault catalog. Rows applied from the server are
@@ -77,9 +78,12 @@ enum LocalStore {
             guard let blob = BlobID(hex: a.sha256) else { throw SyncError("receipt \(id) names an invalid blob address '\(a.sha256)'") }
             return (sha256: blob, filename: a.filename, mediaType: a.mediaType)
         }
+        let before = try Catalog.receipt(w.db, id).flatMap { old in try Catalog.reading(w.db, receiptID: id)?.pending(in: old) }
         try w.savePulled(receipt)
         try w.replaceAttachments(of: id, with: files)
-        try w.savePulledReading(reading(of: content), receiptID: id)
+        let after = reading(of: content)
+        try w.savePulledReading(after, receiptID: id)
+        if let before { try Vault.learnFromPulled(w, before: before, after: after, receipt: receipt) }
     }
 
     struct SyncState {

@@ -106,7 +106,7 @@ extension Vault {
                         Self.set(name, to: try Self.canonical(ReadField(rawValue: name)!, field.value), in: &receipt)
                         changed = true
                     }
-                    try learn(w, name: name, reading: field, confirmed: receipt.value(ofRead: name) ?? field.value,
+                    try Self.learn(w, name: name, reading: field, confirmed: receipt.value(ofRead: name) ?? field.value,
                               merchant: receipt.merchant ?? reading.fields["merchant"]?.value)
                     reading.fields[name] = nil
                 }
@@ -128,7 +128,7 @@ extension Vault {
         for name in Self.readFields.map(\.rawValue) where Self.value(of: name, in: changes) != nil {
             guard let field = reading.fields[name] else { continue }
             if let value = receipt.value(ofRead: name) {
-                try learn(w, name: name, reading: field, confirmed: value, merchant: receipt.merchant ?? reading.fields["merchant"]?.value)
+                try Self.learn(w, name: name, reading: field, confirmed: value, merchant: receipt.merchant ?? reading.fields["merchant"]?.value)
             }
             reading.fields[name] = nil
         }
@@ -137,7 +137,7 @@ extension Vault {
 
     /// A merchant confirmed or renamed becomes the alias of the header line it was read from; a date
     /// confirmed where the print left the day order open remembers that order for the merchant.
-    func learn(_ w: CatalogWriter, name: String, reading: FieldReading, confirmed: String, merchant: String?) throws {
+    static func learn(_ w: CatalogWriter, name: String, reading: FieldReading, confirmed: String, merchant: String?) throws {
         switch name {
         case "merchant":
             let key = ReceiptReader.aliasKey(reading.line)
@@ -151,6 +151,16 @@ extension Vault {
             }
         default:
             return
+        }
+    }
+
+    /// A version of a receipt pulled from the server ended the review of fields of its reading here:
+    /// another member confirmed or corrected them (on their vault or in the web view), and what they
+    /// confirmed teaches this vault as its own `review accept` would (called in the pull's transaction).
+    public static func learnFromPulled(_ w: CatalogWriter, before: ReceiptReading, after: ReceiptReading, receipt: Receipt) throws {
+        for (name, field) in before.fields.sorted(by: { $0.key < $1.key }) where after.fields[name] == nil {
+            guard let value = receipt.value(ofRead: name) else { continue }
+            try learn(w, name: name, reading: field, confirmed: value, merchant: receipt.merchant ?? before.fields["merchant"]?.value)
         }
     }
 

@@ -80,4 +80,25 @@ final class ReadingSyncTests: HouseholdTestCase {
             XCTAssertEqual(r["filled"] as? [String], ["currency", "date"], member.name)
         }
     }
+
+    /// A correction made elsewhere teaches this vault too: the header line Bob renamed fills the
+    /// shop's next receipt in Alice's vault once she has pulled his edit.
+    func testACorrectionPulledFromAnotherVaultTeachesThisOne() async throws {
+        let h = try await household()
+        defer { Task { await h.shutdown() } }
+        let alice = h["alice"], bob = h["bob"]
+        let folder = URL(fileURLWithPath: Self.photo).deletingLastPathComponent().path
+        let id = importedID(try await alice.ok(["import", folder + "/corner-shop-a.png", "--zone", "household", "--json"]))
+        let read = try await show(alice, id)
+        XCTAssertEqual(((read["suggestions"] as? [String: Any])?["merchant"] as? [String: Any])?["line"] as? String, "CORNER SHOP")
+        _ = try await alice.sync()
+        _ = try await bob.sync()
+        try await bob.ok(["edit", id, "--merchant", "Corner Shop Köln"])
+        _ = try await bob.sync()
+        _ = try await alice.sync()
+        let next = importedID(try await alice.ok(["import", folder + "/corner-shop-b.png", "--zone", "household", "--json"]))
+        let shop = try await show(alice, next)
+        XCTAssertEqual(shop["merchant"] as? String, "Corner Shop Köln")
+        XCTAssertTrue((shop["filled"] as? [String] ?? []).contains("merchant"), "\(shop)")
+    }
 }
