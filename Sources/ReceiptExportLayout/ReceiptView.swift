@@ -90,15 +90,6 @@ public struct ReceiptView: Codable, Sendable, Equatable {
     }
 }
 
-/// A field the vault offers from a receipt's text, as `list`, `show` and `review` print it.
-public struct FieldSuggestion: Codable, Sendable, Equatable {
-    public var value: String
-    public var confidence: Double
-    public var line: String
-
-    public init(value: String, confidence: Double, line: String) {
-        self.value = value
-        self.confidence = confidence
-        self.line = line
-    }
-}
+/// A field the vault offers from a receipt's text, as `list`, `show` and `review` print it, and as
+/// it travels to the other members' vaults.
+public typealias FieldSuggestion = WireSuggestion

@@ -200,11 +200,10 @@ extension Vault {
                     },
                     status: r.status, claim: r.claim, reimbursedOn: r.reimbursedOn)
         // What changed since the reading (a person's edit synced in, a manifest) is no longer the reading's.
-        for (name, field) in reading?.fields ?? [:] {
-            let current = Self.value(of: name, in: r)
-            if field.filled, current == field.value {
+        for (name, field) in reading?.pending(in: r).fields ?? [:] {
+            if field.filled {
                 view.filled.append(name)
-            } else if !field.filled, current == nil {
+            } else {
                 view.suggestions[name] = FieldSuggestion(value: field.value, confidence: field.confidence, line: field.line)
             }
         }

@@ -103,16 +103,27 @@ extension WebRoutes {
         receipt.currency = metadata.currency
         receipt.category = metadata.category
         receipt.note = metadata.note
+        // What the person changed is no longer a value read from the text (revision 6).
+        receipt.settleReadings(after: row.receipt)
+        return try await save(receipt, of: row, baseTag: fields["changeTag"], owner: owner, zone: name, session: session,
+                              then: "\(Self.zonePath(owner, name))/r/\(row.id)", conflict: "open it again and redo the edit")
+    }
+
+    /// A form's change of one receipt, as one push based on the page's change tag: 303 to `then`
+    /// when saved; 409 saying `conflict` (what to do) when someone changed the receipt since.
+    func save(_ receipt: WireReceipt, of row: WebReceiptRow, baseTag: String?, owner: String, zone name: String,
+              session: WebSession, then location: String, conflict: String) async throws -> Response {
+        var receipt = receipt
         receipt.modifiedAt = Self.modifiedNow(after: row.receipt.modifiedAt)
-        let result = try await catalog.push(WirePushRequest(records: [WirePushRecord(id: row.id, baseTag: fields["changeTag"], receipt: receipt)]),
+        let result = try await catalog.push(WirePushRequest(records: [WirePushRecord(id: row.id, baseTag: baseTag, receipt: receipt)]),
                                             owner: owner, name: name, caller: session.account)
         switch result.results.first?.status {
         case .saved?:
-            return redirect("\(Self.zonePath(owner, name))/r/\(row.id)")
+            return redirect(location)
         case .conflict?:
-            throw ServerError(.conflict, "the receipt was changed by someone else since this page was shown: open it again and redo the edit")
+            throw ServerError(.conflict, "the receipt was changed by someone else since this page was shown: " + conflict)
         default:
-            throw ServerError.bad(result.results.first?.error ?? "the edit was refused")
+            throw ServerError.bad(result.results.first?.error ?? "the change was refused")
         }
     }
 

@@ -125,6 +125,7 @@ public final class ServerCatalog: Sendable {
         registerWebSearchMigration(&m)
         registerTextOwnersMigration(&m)
         registerWebRowsByAddedMigration(&m)
+        registerWebReviewMigration(&m)
         return m
     }
 }
