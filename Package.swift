@@ -47,13 +47,19 @@ let package = Package(
             "BlobStore", .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ], swiftSettings: strict),
+        // How an export lays out its files (names, manifest.csv, the claim package, the zip), written once
+        // for the vault's `export` and the server's web download.
+        .target(name: "ReceiptExportLayout", dependencies: [
+            "BlobStore", "ReceiptCatalog", "ReceiptWire", "MediaTypes",
+            .product(name: "CSV", package: "CSV.swift"),
+            .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+        ], swiftSettings: strict),
         .target(name: "ReceiptVault", dependencies: [
-            "BlobStore", "ReceiptCatalog", "CFileOps", "ReceiptText", "ReceiptWire", "MediaTypes",
+            "BlobStore", "ReceiptCatalog", "CFileOps", "ReceiptText", "ReceiptWire", "MediaTypes", "ReceiptExportLayout",
             .product(name: "Mustache", package: "swift-mustache"),
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "CSV", package: "CSV.swift"),
-            .product(name: "ZIPFoundation", package: "ZIPFoundation"),
         ], swiftSettings: strict),
         .target(name: "ReceiptWire", swiftSettings: strict),
         // Media type <-> extension <-> magic bytes, one table; no dependencies.
@@ -69,8 +75,7 @@ let package = Package(
             .product(name: "X509", package: "swift-certificates"),
         ], swiftSettings: strict),
         .target(name: "ReceiptServer", dependencies: [
-            // ReceiptVault for the export layout the web view's download shares (Vault.writeZip).
-            "BlobStore", "ReceiptCatalog", "ReceiptVault", "ReceiptWire", "ReceiptText", "MediaTypes",
+            "BlobStore", "ReceiptCatalog", "ReceiptExportLayout", "ReceiptWire", "ReceiptText", "MediaTypes",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),

@@ -267,6 +267,14 @@ public enum FileSystem {
         return String(path[..<slash])
     }
 
+    /// The last non-empty component, split on bytes (an export's and a manifest's names).
+    public static func lastComponent(_ path: String) -> String {
+        let bytes = path.utf8
+        guard let last = bytes.lastIndex(where: { $0 != UInt8(ascii: "/") }) else { return path }
+        let start = bytes[..<last].lastIndex(of: UInt8(ascii: "/")).map(bytes.index(after:)) ?? bytes.startIndex
+        return String(path[start..<bytes.index(after: last)])
+    }
+
     public static func join(_ a: String, _ b: String) -> String {
         a.hasSuffix("/") ? a + b : a + "/" + b
     }

@@ -130,19 +130,25 @@ extension Catalog {
     }
 
     /// The receipts that refer to a blob, in attachment order (asked only for a blob with a problem).
-    public func receipts(of sha256: String) -> [String] {
+    public func receipts(of id: BlobID) -> [String] { receipts(ofDamagedAddress: id.hex) }
+
+    /// The receipts whose attachments hold `text` as their blob's address, as stored: for a damaged
+    /// blob row, whose address is no `BlobID` (`CatalogCheckSnapshot.badRows`).
+    public func receipts(ofDamagedAddress text: String) -> [String] {
         (try? read { db in
             try String.fetchAll(db.cachedStatement(sql: "SELECT receiptID FROM attachments WHERE sha256 = ? ORDER BY position, receiptID"),
-                                arguments: [sha256])
+                                arguments: [text])
         }) ?? []
     }
 
-    /// Each inline blob's address, recorded size and bytes, one at a time (one read transaction).
-    public func forEachInlineBlob(_ body: (_ sha256: String, _ size: Int64, _ bytes: [UInt8]) throws -> Void) throws {
+    /// Each inline blob's address, recorded size and bytes, one at a time (one read transaction). A
+    /// row whose address is not one is left out: `checkSnapshot` reports it (`badRows`).
+    public func forEachInlineBlob(_ body: (_ id: BlobID, _ size: Int64, _ bytes: [UInt8]) throws -> Void) throws {
         try read { db in
             let rows = try Row.fetchCursor(db, sql: "SELECT sha256, size, inline FROM blobs WHERE inline IS NOT NULL")
             while let row = try rows.next() {
-                try body(row[0], row[1], (row[2] as Data?).map { [UInt8]($0) } ?? [])
+                guard let id = BlobID(hex: row[0] as String) else { continue }
+                try body(id, row[1], (row[2] as Data?).map { [UInt8]($0) } ?? [])
             }
         }
     }

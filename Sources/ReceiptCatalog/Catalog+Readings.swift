@@ -1,3 +1,4 @@
+import BlobStore
 import Foundation
 import GRDB
 
@@ -31,6 +32,29 @@ public struct ReceiptReading: Sendable, Equatable {
 
     public var filled: [String] { fields.filter(\.value.filled).keys.sorted() }
     public var suggestions: [String: FieldReading] { fields.filter { !$0.value.filled } }
+
+    /// What is still the reading's of `receipt` as it is now: a filled field whose value no one
+    /// changed since, a suggestion for a field still blank (a person's edit synced in, a manifest,
+    /// may have set them since).
+    public func pending(in receipt: Receipt) -> ReceiptReading {
+        ReceiptReading(extractor: extractor, fields: fields.filter { name, field in
+            let current = receipt.value(ofRead: name)
+            return field.filled ? current == field.value : current == nil
+        })
+    }
+}
+
+extension Receipt {
+    /// A field a reading fills or suggests, by name (`merchant`, `date`, `total`, `currency`).
+    public func value(ofRead name: String) -> String? {
+        switch name {
+        case "merchant": merchant
+        case "date": date
+        case "total": total
+        case "currency": currency
+        default: nil
+        }
+    }
 }
 
 /// Readings of receipts' texts, the merchant names a household gave a header line, and the day order
@@ -69,6 +93,13 @@ extension Catalog {
         ReceiptReading(extractor: extractor, fields: try JSONDecoder().decode([String: FieldReading].self, from: Data(json.utf8)))
     }
 
+    /// The reading of the receipt `id`, if it has one.
+    public static func reading(_ db: Database, receiptID id: String) throws -> ReceiptReading? {
+        try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT rr.extractor, rr.fields FROM receiptReadings rr JOIN receipts r ON r.rowNumber = rr.receiptRow WHERE r.id = ?
+            """), arguments: [id]).map { try reading(extractor: $0[0], json: $0[1]) }
+    }
+
     /// The row numbers of receipts with a reading left to review, in row order after `after`.
     public static func rowsToReview(_ db: Database, after: Int64, limit: Int) throws -> [Int64] {
         try Int64.fetchAll(db, sql: "SELECT receiptRow FROM receiptReadings WHERE receiptRow > ? ORDER BY receiptRow LIMIT ?",
@@ -76,7 +107,7 @@ extension Catalog {
     }
 
     /// Receipts (row number, id) one of whose files is one of `blobs`.
-    public static func receiptRows(_ db: Database, withBlobs blobs: [String]) throws -> [(row: Int64, id: String)] {
+    public static func receiptRows(_ db: Database, withBlobs blobs: [BlobID]) throws -> [(row: Int64, id: String)] {
         var out: [Int64: String] = [:]
         for start in stride(from: 0, to: blobs.count, by: 500) {
             let part = Array(blobs[start..<min(start + 500, blobs.count)])
@@ -123,17 +154,34 @@ extension Catalog {
 }
 
 extension CatalogWriter {
-    /// Stores a receipt's reading, or removes it when no field is left in it.
+    /// Stores a receipt's reading, or removes it when no field is left in it. A reading travels with
+    /// its receipt (docs/PROTOCOL.md, revision 6), so a change of it queues the receipt's outbox entry.
     public func setReading(_ reading: ReceiptReading, row: Int64) throws {
+        guard try writeReading(reading, row: row),
+              let receipt = try Row.fetchOne(db, sql: "SELECT id, zone FROM receipts WHERE rowNumber = ?", arguments: [row]) else { return }
+        try recordChange(receipt[0], zone: receipt[1], .upsert)
+    }
+
+    /// The reading of a receipt pulled from the server (which has it: no outbox entry).
+    public func savePulledReading(_ reading: ReceiptReading, receiptID id: String) throws {
+        guard let row = try Catalog.receiptRow(db, id: id) else { return }
+        _ = try writeReading(reading, row: row)
+    }
+
+    /// Writes the reading; false when it was already so.
+    private func writeReading(_ reading: ReceiptReading, row: Int64) throws -> Bool {
+        let stored = try String.fetchOne(db, sql: "SELECT fields FROM receiptReadings WHERE receiptRow = ?", arguments: [row])
         guard !reading.fields.isEmpty else {
             try db.execute(sql: "DELETE FROM receiptReadings WHERE receiptRow = ?", arguments: [row])
-            return
+            return stored != nil
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         let json = String(decoding: try encoder.encode(reading.fields), as: UTF8.self)
+        guard json != stored else { return false }
         try db.execute(sql: "INSERT OR REPLACE INTO receiptReadings(receiptRow, extractor, fields) VALUES (?, ?, ?)",
                        arguments: [row, reading.extractor, json])
+        return true
     }
 
     public func setMerchantAlias(headerKey: String, merchant: String) throws {

@@ -182,14 +182,15 @@ extension CatalogWriter {
     }
 
     /// Whether the catalog has a row for the blob.
-    public func hasBlobRow(_ sha256: String) throws -> Bool {
-        try BlobRecord.exists(db, key: sha256)
+    public func hasBlobRow(_ id: BlobID) throws -> Bool {
+        try BlobRecord.exists(db, key: id.hex)
     }
 }
 
 extension Catalog {
-    /// Every blob address an attachment refers to.
-    public func referencedBlobs() throws -> Set<String> {
-        Set(try read { db in try String.fetchAll(db, sql: "SELECT DISTINCT sha256 FROM attachments") })
+    /// Every blob address an attachment refers to (text that is no address left out: a rebuilt
+    /// catalog's attachments are copied from a damaged one).
+    public func referencedBlobs() throws -> Set<BlobID> {
+        Set(try read { db in try String.fetchAll(db, sql: "SELECT DISTINCT sha256 FROM attachments") }.compactMap(BlobID.init(hex:)))
     }
 }

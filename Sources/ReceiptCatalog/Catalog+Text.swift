@@ -3,7 +3,7 @@ import GRDB
 
 /// A blob whose text is still to be extracted, with the media type of (one of) its attachments.
 public struct PendingText: Sendable, Equatable {
-    public var sha256: String
+    public var sha256: BlobID
     public var mediaType: String
     public var size: Int64
 }
@@ -21,15 +21,15 @@ public struct TextCounts: Sendable, Equatable {
 /// The text cache: what the extractors read of each blob, keyed by its SHA-256 and the extractor's
 /// version. Storing or replacing a text updates the search index in the same transaction (triggers).
 extension Catalog {
-    /// Up to `limit` referenced blobs with no text for `version`, in address order after `after`.
-    /// `among`: only these addresses; `addedUpTo`: only blob rows inserted up to that row (`topBlob`).
-    public static func pendingText(_ db: Database, version: String, after: String = "", among: [String]? = nil,
+    /// Up to `limit` referenced blobs with no text for `version`, in address order after `after` (nil:
+    /// from the first). `among`: only these; `addedUpTo`: only blob rows inserted up to that row (`topBlob`).
+    public static func pendingText(_ db: Database, version: String, after: BlobID? = nil, among: [BlobID]? = nil,
                                    addedUpTo upTo: Int64? = nil, limit: Int) throws -> [PendingText] {
-        var arguments: StatementArguments = [after]
+        var arguments: StatementArguments = [after?.hex ?? ""]
         var amongSQL = ""
         if let among {
             amongSQL = "AND b.sha256 IN (\(placeholders(max(among.count, 1))))"
-            arguments += StatementArguments(among.isEmpty ? [""] : among)
+            arguments += StatementArguments(among.isEmpty ? [""] : among.map(\.hex))
         }
         if let upTo {
             amongSQL += " AND b.rowid <= ?"
@@ -44,32 +44,38 @@ extension Catalog {
               AND NOT EXISTS (SELECT 1 FROM blobText t WHERE t.sha256 = b.sha256 AND t.extractor = ?)
             ORDER BY b.sha256 LIMIT ?
             """, arguments: arguments)
-        return rows.map { PendingText(sha256: $0["sha256"], mediaType: $0["mediaType"] ?? "application/octet-stream", size: $0["size"]) }
+        // A blob row's address is checked when it is written (`insertBlob` takes a `DurableBlob`).
+        return rows.compactMap { row in
+            BlobID(hex: row["sha256"] as String).map {
+                PendingText(sha256: $0, mediaType: row["mediaType"] ?? "application/octet-stream", size: row["size"])
+            }
+        }
     }
 
     /// Up to `limit` referenced blobs with no text for `version` whose rows were inserted after `row`
     /// (`topBlob`), in rowid order: the rowid range is all that is read, however large the vault.
     public static func pendingTextAdded(_ db: Database, version: String, afterRow row: Int64,
-                                        limit: Int) throws -> [(row: Int64, sha256: String)] {
+                                        limit: Int) throws -> [(row: Int64, sha256: BlobID)] {
         try Row.fetchAll(db, sql: """
             SELECT b.rowid, b.sha256 FROM blobs b
             WHERE b.rowid > ?
               AND EXISTS (SELECT 1 FROM attachments a WHERE a.sha256 = b.sha256)
               AND NOT EXISTS (SELECT 1 FROM blobText t WHERE t.sha256 = b.sha256 AND t.extractor = ?)
             ORDER BY b.rowid LIMIT ?
-            """, arguments: [row, version, limit]).map { ($0[0], $0[1]) }
+            """, arguments: [row, version, limit]).compactMap { row in BlobID(hex: row[1] as String).map { (row[0], $0) } }
     }
 
     /// The blob row inserted last (its rowid and address), nil in a vault without blobs. Rows inserted
     /// later have a greater rowid as long as this one is still there with that address: SQLite gives
     /// a new row the greatest rowid plus one, so a rowid is reused only after the greatest was deleted.
-    public static func topBlob(_ db: Database) throws -> (row: Int64, sha256: String)? {
-        try Row.fetchOne(db, sql: "SELECT rowid, sha256 FROM blobs ORDER BY rowid DESC LIMIT 1").map { ($0[0], $0[1]) }
+    public static func topBlob(_ db: Database) throws -> (row: Int64, sha256: BlobID)? {
+        try Row.fetchOne(db, sql: "SELECT rowid, sha256 FROM blobs ORDER BY rowid DESC LIMIT 1")
+            .flatMap { row in BlobID(hex: row[1] as String).map { (row[0], $0) } }
     }
 
     /// The address of the blob row `row`, if there is one.
-    public static func blobAddress(_ db: Database, row: Int64) throws -> String? {
-        try String.fetchOne(db, sql: "SELECT sha256 FROM blobs WHERE rowid = ?", arguments: [row])
+    public static func blobAddress(_ db: Database, row: Int64) throws -> BlobID? {
+        try String.fetchOne(db, sql: "SELECT sha256 FROM blobs WHERE rowid = ?", arguments: [row]).flatMap(BlobID.init(hex:))
     }
 
 }
@@ -96,13 +102,14 @@ extension CatalogWriter {
 }
 
 extension Catalog {
-    /// The extracted text of each of `hashes` that has some.
-    public static func texts(_ db: Database, _ hashes: [String]) throws -> [String: String] {
-        guard !hashes.isEmpty else { return [:] }
+    /// The extracted text of each of `blobs` that has some.
+    public static func texts(_ db: Database, _ blobs: [BlobID]) throws -> [BlobID: String] {
+        guard !blobs.isEmpty else { return [:] }
         let rows = try Row.fetchAll(db, sql: """
-            SELECT sha256, text FROM blobText WHERE state = 'text' AND sha256 IN (\(placeholders(hashes.count)))
-            """, arguments: StatementArguments(hashes))
-        return Dictionary(rows.map { ($0["sha256"], $0["text"]) }, uniquingKeysWith: { a, _ in a })
+            SELECT sha256, text FROM blobText WHERE state = 'text' AND sha256 IN (\(placeholders(blobs.count)))
+            """, arguments: StatementArguments(blobs.map(\.hex)))
+        return Dictionary(rows.compactMap { row in BlobID(hex: row["sha256"] as String).map { ($0, row["text"] as String) } },
+                          uniquingKeysWith: { a, _ in a })
     }
 }
 
@@ -115,12 +122,12 @@ public struct StoredText: Sendable, Equatable {
 
 extension Catalog {
     /// Up to `limit` texts of `version` stored after (`extractedAt`, address) = (`mark`, `after`), in
-    /// that order: the ones a sync has not offered yet.
+    /// that order (`after` nil: from the first address): the ones a sync has not offered yet.
     /// Every sync runs it: it reads the index `blobText_by_extractedAt`, never the texts themselves.
-    public static func textsStored(_ db: Database, version: String, after mark: Millis, _ after: String,
-                                   limit: Int) throws -> [(sha256: String, extractedAt: Millis)] {
-        try Row.fetchAll(db, sql: textsStoredSQL, arguments: [version, mark, mark, after, limit])
-            .map { ($0["sha256"], $0["extractedAt"]) }
+    public static func textsStored(_ db: Database, version: String, after mark: Millis, _ after: BlobID?,
+                                   limit: Int) throws -> [(sha256: BlobID, extractedAt: Millis)] {
+        try Row.fetchAll(db, sql: textsStoredSQL, arguments: [version, mark, mark, after?.hex ?? "", limit])
+            .compactMap { row in BlobID(hex: row["sha256"] as String).map { ($0, row["extractedAt"] as Millis) } }
     }
 
     static let textsStoredSQL = """
@@ -130,12 +137,12 @@ extension Catalog {
         """
 
     /// Of `among`, the blobs with a text of `version` stored at or before `mark` (ms), in address order.
-    public static func textsStored(_ db: Database, version: String, among: [String], upTo mark: Millis) throws -> [String] {
+    public static func textsStored(_ db: Database, version: String, among: [BlobID], upTo mark: Millis) throws -> [BlobID] {
         guard !among.isEmpty else { return [] }
         return try String.fetchAll(db, sql: """
             SELECT sha256 FROM blobText WHERE extractor = ? AND extractedAt <= ?
               AND sha256 IN (\(placeholders(among.count))) ORDER BY sha256
-            """, arguments: [version, mark] + StatementArguments(among))
+            """, arguments: [version, mark] + StatementArguments(among.map(\.hex))).compactMap(BlobID.init(hex:))
     }
 
     /// The stored text (or failure) of a blob for `version`.

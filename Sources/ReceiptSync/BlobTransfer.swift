@@ -11,9 +11,10 @@ struct BlobTransfer {
     let vault: Vault
     let client: SyncClient
 
-    /// A blob file a killed sync installed but did not get to reference: adopted once it verifies.
+    /// A blob file a killed sync installed but did not get to reference: adopted once it verifies
+    /// (hashed once, by this check: the ingest takes its `VerifiedBlob`).
     func adopted(_ id: BlobID) -> FetchedBlob? {
-        vault.isAdoptableBlobFile(id) ? FetchedBlob(source: .adopted(id)) : nil
+        vault.adoptableBlobFile(id).map { FetchedBlob(source: .adopted($0)) }
     }
 
     /// Downloads blobs for the vault as one bundle: inline bytes (in the returned rows) below the

@@ -2,6 +2,7 @@ import BlobStore
 import Foundation
 import GRDB
 import ReceiptCatalog
+import ReceiptVault
 import ReceiptWire
 
 /// The sync engine's reads and writes of the vault catalog. Rows applied from the server are
@@ -27,13 +28,39 @@ enum LocalStore {
         let attachments = (try Catalog.files(db, of: [id])[id] ?? []).map {
             WireAttachment(sha256: $0.sha256.hex, size: $0.size, filename: $0.filename, mediaType: $0.mediaType)
         }
-        return (r.zone, WireReceipt(merchant: r.merchant, date: r.date, total: r.total, currency: r.currency,
-                                    category: r.category, note: r.note, tags: r.tags, attachments: attachments,
-                                    createdAt: r.createdAt, modifiedAt: r.modifiedAt,
-                                    // `none` travels as absent, as a revision-1 peer writes it.
-                                    status: r.status == ClaimStatus.none.rawValue ? nil : r.status,
-                                    claim: r.claim, reimbursedOn: r.reimbursedOn))
+        var receipt = WireReceipt(merchant: r.merchant, date: r.date, total: r.total, currency: r.currency,
+                                  category: r.category, note: r.note, tags: r.tags, attachments: attachments,
+                                  createdAt: r.createdAt, modifiedAt: r.modifiedAt,
+                                  // `none` travels as absent, as a revision-1 peer writes it.
+                                  status: r.status == ClaimStatus.none.rawValue ? nil : r.status,
+                                  claim: r.claim, reimbursedOn: r.reimbursedOn)
+        if let reading = try Catalog.reading(db, receiptID: id)?.pending(in: r) { wire(reading, into: &receipt) }
+        return (r.zone, receipt)
     }
+
+    /// A reading as it travels (revision 6): filled names with their lines, suggestions.
+    static func wire(_ reading: ReceiptReading, into receipt: inout WireReceipt) {
+        receipt.filled = reading.filled
+        receipt.filledLines = reading.fields.filter(\.value.filled).mapValues(\.line)
+        receipt.suggestions = reading.suggestions.mapValues { WireSuggestion(value: $0.value, confidence: $0.confidence, line: $0.line) }
+        receipt.tidyReadings()
+    }
+
+    /// The reading a pulled receipt carries: a filled field's value is the receipt's own.
+    static func reading(of receipt: WireReceipt) -> ReceiptReading {
+        var fields: [String: FieldReading] = [:]
+        for name in receipt.filled ?? [] {
+            guard let value = receipt.value(ofRead: name) else { continue }
+            fields[name] = FieldReading(value: value, confidence: 1, line: receipt.filledLines?[name] ?? "", filled: true)
+        }
+        for (name, s) in receipt.suggestions ?? [:] {
+            fields[name] = FieldReading(value: s.value, confidence: s.confidence, line: s.line, filled: false)
+        }
+        return ReceiptReading(extractor: pulledReading, fields: fields)
+    }
+
+    /// The extractor a pulled reading is recorded with: another member's vault read it.
+    static let pulledReading = "pulled"
 
     /// Makes the local receipt `id` in `zone` hold `content` (nil: deletes it). Every blob it
     /// references must already be in the catalog.
@@ -51,8 +78,12 @@ enum LocalStore {
             guard let blob = BlobID(hex: a.sha256) else { throw SyncError("receipt \(id) names an invalid blob address '\(a.sha256)'") }
             return (sha256: blob, filename: a.filename, mediaType: a.mediaType)
         }
+        let before = try Catalog.receipt(w.db, id).flatMap { old in try Catalog.reading(w.db, receiptID: id)?.pending(in: old) }
         try w.savePulled(receipt)
         try w.replaceAttachments(of: id, with: files)
+        let after = reading(of: content)
+        try w.savePulledReading(after, receiptID: id)
+        if let before { try Vault.learnFromPulled(w, before: before, after: after, receipt: receipt) }
     }
 
     struct SyncState {

@@ -10,6 +10,9 @@ import ReceiptWire
 /// - tags and attachments merge as sets: an element is kept unless one side removed it, and added
 ///   when either side added it (order: local's, then the server's additions); an attachment kept
 ///   on both sides whose name or media type changed follows the field rule;
+/// - readings (revision 6): a value a person typed beats one filled from text on the other side;
+///   `filled` and `suggestions` merge as sets of field names (an accept on one side removes one),
+///   then keep only what still describes the merged values;
 /// - edit against delete: the edit wins (the receipt is kept, with the edited content); a delete
 ///   against an unchanged receipt wins.
 /// The rule is a function of the three versions only, so whichever vault merges, the result is the
@@ -53,10 +56,16 @@ public enum ReceiptMerge {
             pick(base.map { $0[keyPath: k] }, l[keyPath: k], s[keyPath: k]) { a, b in (a ?? "") > (b ?? "") || (b == nil && a != nil) }
         }
         var m = l
-        m.merchant = text(\.merchant)
-        m.date = text(\.date)
-        m.total = text(\.total)
-        m.currency = text(\.currency)
+        for name in WireReceipt.readFields {
+            let lv = l.value(ofRead: name), sv = s.value(ofRead: name)
+            // A value a person typed is never replaced by one another device filled from text.
+            if lv != sv, l.isFilled(name) != s.isFilled(name), let typed = l.isFilled(name) ? sv : lv {
+                m.set(read: name, to: typed)
+            } else {
+                m.set(read: name, to: pick(base.map { $0.value(ofRead: name) }, lv, sv) { a, b in (a ?? "") > (b ?? "") || (b == nil && a != nil) })
+            }
+        }
+        mergeReadings(base: base, local: l, server: s, into: &m) { b, lv, sv in pick(b, lv, sv) { $0.value > $1.value } }
         m.category = text(\.category)
         m.note = text(\.note)
         m.status = text(\.status)
@@ -72,6 +81,22 @@ public enum ReceiptMerge {
         m.createdAt = min(l.createdAt, s.createdAt)
         m.modifiedAt = max(l.modifiedAt, s.modifiedAt)
         return m
+    }
+
+    /// `filled` and `suggestions` of the merge `m` (whose values are already merged): a field stays
+    /// filled where a side filled it with the merged value; a suggestion stays for a field still blank.
+    static func mergeReadings(base: WireReceipt?, local l: WireReceipt, server s: WireReceipt, into m: inout WireReceipt,
+                              pick: (WireSuggestion?, WireSuggestion, WireSuggestion) -> WireSuggestion) {
+        let filled = mergeSets(base: base?.filled ?? [], local: l.filled ?? [], server: s.filled ?? [], key: { $0 }) { a, _, _ in a }
+        let fillers = [l, s]
+        m.filled = filled.filter { name in fillers.contains { $0.isFilled(name) && $0.value(ofRead: name) == m.value(ofRead: name) } }
+        m.filledLines = Dictionary(uniqueKeysWithValues: (m.filled ?? []).compactMap { name in
+            fillers.first { $0.isFilled(name) && $0.value(ofRead: name) == m.value(ofRead: name) }?.filledLines?[name].map { (name, $0) }
+        })
+        func pairs(_ r: WireReceipt?) -> [(String, WireSuggestion)] { (r?.suggestions ?? [:]).sorted { $0.key < $1.key } }
+        let suggested = mergeSets(base: pairs(base), local: pairs(l), server: pairs(s), key: \.0) { a, b, old in (a.0, pick(old?.1, a.1, b.1)) }
+        m.suggestions = Dictionary(suggested.filter { m.value(ofRead: $0.0) == nil && !m.isFilled($0.0) }, uniquingKeysWith: { a, _ in a })
+        m.tidyReadings()
     }
 
     static func mergeSets<T, K: Hashable>(base: [T]?, local: [T], server: [T], key: (T) -> K,

@@ -48,16 +48,16 @@ extension SyncEngine {
         }
         let offered = stored.first.flatMap { Int64($0) } ?? -1
         // Too many first pushes to remember one by one: every text is offered again instead.
-        var (mark, after) = firstPushed.overflow ? (-1, "") : (offered, stored.count > 1 ? stored[1] : "")
+        var (mark, after): (Millis, BlobID?) = firstPushed.overflow ? (-1, nil) : (offered, stored.count > 1 ? BlobID(hex: stored[1]) : nil)
         while true {
             try checkNotWiping()
             let batch = try vault.catalogRead { db in
                 try Catalog.textsStored(db, version: version, after: mark, after, limit: Self.textBatch)
             }
             guard let last = batch.last else { break }
-            try await offer(batch.map(\.0), version: version)
+            try await offer(batch.map { $0.sha256.hex }, version: version)
             (mark, after) = (last.1, last.0)
-            try vault.catalogTransaction { w in try w.setSetting(Self.textOfferedKey, "\(last.1) \(last.0)") }
+            try vault.catalogTransaction { w in try w.setSetting(Self.textOfferedKey, "\(last.1) \(last.0.hex)") }
             // The next batch, and the next sync, start after this one (rows of the same millisecond
             // continue by address).
         }
@@ -71,8 +71,10 @@ extension SyncEngine {
         for chunk in firstPushed.sorted(Self.textBatch) {
             try checkNotWiping()
             // Texts stored after the old mark were offered by the loop above.
-            let again = try vault.catalogRead { db in try Catalog.textsStored(db, version: version, among: chunk, upTo: offered) }
-            if !again.isEmpty { try await offer(again, version: version) }
+            let again = try vault.catalogRead { db in
+                try Catalog.textsStored(db, version: version, among: chunk.compactMap(BlobID.init(hex:)), upTo: offered)
+            }
+            if !again.isEmpty { try await offer(again.map(\.hex), version: version) }
         }
     }
 
@@ -135,34 +137,34 @@ extension SyncEngine {
     /// server took for the first time in this sync (it may not have let this account read them before).
     func pullTexts() async throws {
         let version = TextExtractor.version
-        let (last, top, sameRows) = try vault.catalogRead { db -> (TextAsk?, (row: Int64, sha256: String)?, Bool) in
+        let (last, top, sameRows) = try vault.catalogRead { db -> (TextAsk?, (row: Int64, sha256: BlobID)?, Bool) in
             let last = try Catalog.setting(db, Self.textAskedKey).flatMap(TextAsk.init)
             // The blob row marked last time is still there: rows inserted since have greater rowids.
             var same = false
-            if let last { same = try last.row == 0 || Catalog.blobAddress(db, row: last.row) == last.sha256 }
+            if let last { same = try last.row == 0 || Catalog.blobAddress(db, row: last.row)?.hex == last.sha256 }
             return (last, try Catalog.topBlob(db), same)
         }
         if let last, let seq = textSeq, last.version == version, last.seq == seq, sameRows, !firstPushed.overflow {
             try await askTexts(version, from: last.row) { db, row in
                 let added = try Catalog.pendingTextAdded(db, version: version, afterRow: row, limit: Self.textBatch)
-                return (added.map(\.sha256), added.last?.row ?? row)
+                return (added.map { $0.sha256.hex }, added.last?.row ?? row)
             }
             for chunk in firstPushed.sorted(Self.textBatch) {
-                try await askTexts(version, from: "") { db, after in
-                    let pending = try Catalog.pendingText(db, version: version, after: after, among: chunk, addedUpTo: last.row,
-                                                          limit: Self.textBatch).map(\.sha256)
-                    return (pending, pending.last ?? after)
+                try await askTexts(version, from: BlobID?.none) { db, after in
+                    let pending = try Catalog.pendingText(db, version: version, after: after, among: chunk.compactMap(BlobID.init(hex:)),
+                                                          addedUpTo: last.row, limit: Self.textBatch).map(\.sha256)
+                    return (pending.map(\.hex), pending.last ?? after)
                 }
             }
         } else {
-            try await askTexts(version, from: "") { db, after in
+            try await askTexts(version, from: BlobID?.none) { db, after in
                 let pending = try Catalog.pendingText(db, version: version, after: after, limit: Self.textBatch).map(\.sha256)
-                return (pending, pending.last ?? after)
+                return (pending.map(\.hex), pending.last ?? after)
             }
         }
         // A server before revision 4 has no counter: every sync asks about every pending blob.
         guard let seq = textSeq else { return }
-        let ask = TextAsk(version: version, seq: seq, row: top?.row ?? 0, sha256: top?.sha256 ?? "")
+        let ask = TextAsk(version: version, seq: seq, row: top?.row ?? 0, sha256: top?.sha256.hex ?? "")
         try vault.catalogTransaction { w in try w.setSetting(Self.textAskedKey, ask.description) }
     }
 

@@ -1,3 +1,4 @@
+import BlobStore
 import Foundation
 import GRDB
 import ReceiptCatalog
@@ -17,7 +18,7 @@ public struct DuplicateGroup: Codable, Sendable, Equatable {
 /// differ are two purchases: equal fields flag only receipts that have no text to compare.
 extension Vault {
     /// Stores the text signatures of the receipts holding one of `blobs` (whose text was just stored).
-    func signReceipts(holding blobs: [String]) throws {
+    func signReceipts(holding blobs: [BlobID]) throws {
         guard !blobs.isEmpty else { return }
         let rows = try wrapped { try catalog.read { db in try Catalog.receiptRows(db, withBlobs: blobs).map(\.row) } }
         for start in stride(from: 0, to: rows.count, by: 256) {

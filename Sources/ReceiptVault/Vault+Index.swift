@@ -48,13 +48,13 @@ extension Vault {
         if rebuild { try wrapped { try mutate { w in try w.markTextStale() } } }
         let total = try only?.count ?? wrapped { try catalog.read { db in try Catalog.textCounts(db, version: version).pending } }
         var outcome = IndexOutcome(extracted: 0, failed: 0, pending: 0, missingTools: [], failures: [])
-        var withText: [String] = []
+        var withText: [BlobID] = []
         var missing = Set<IndexOutcome.MissingTool>()
         let extractor = TextExtractor(tools: tools)
-        var after = ""
+        var after: BlobID?
         var seen = 0
         // Asked for a few blobs (after an import): look up only those, in chunks SQLite accepts.
-        var among = only.map { Array($0).sorted() }
+        var among = only.map { $0.compactMap(BlobID.init(hex:)).sorted() }
         // Files a tool reads (OCR: seconds each) are committed a few at a time, so a kill loses little;
         // files read as they are (plain text: microseconds) a page at a time, so commits do not dominate.
         let pageSize = 512
@@ -69,7 +69,7 @@ extension Vault {
             guard let last = batch.last else {
                 guard let rest = among, rest.count > 500 else { break }
                 among = Array(rest.dropFirst(500))
-                after = ""
+                after = nil
                 continue
             }
             after = last.sha256
@@ -82,7 +82,7 @@ extension Vault {
                 let results = Parallel.mapLargestFirst(wanted, cost: { $0.size }) { [self] item in
                     try extractText(item, extractor: extractor)
                 }
-                var toStore: [(String, Extraction)] = []
+                var toStore: [(BlobID, Extraction)] = []
                 for (item, result) in zip(wanted, results) {
                     switch result {
                     case .success(.unavailable(let tool, let package)):
@@ -92,13 +92,12 @@ extension Vault {
                     case .failure(let error):
                         // The bytes did not verify (or could not be read): left pending for after `fsck --repair`.
                         outcome.failed += 1
-                        outcome.failures.append(.init(sha256: item.sha256, reason: "\(VaultError.wrap(error))"))
+                        outcome.failures.append(.init(sha256: item.sha256.hex, reason: "\(VaultError.wrap(error))"))
                     }
                 }
                 try wrapped {
                     try mutate { w in
-                        for (sha256, extraction) in toStore {
-                            guard let blob = BlobID(hex: sha256) else { continue }
+                        for (blob, extraction) in toStore {
                             switch extraction {
                             case .text(let text):
                                 try w.storeText(of: blob, version: version, text: text, error: nil)
@@ -113,7 +112,7 @@ extension Vault {
                     if case .text = extraction { withText.append(sha256) }
                     if case .failed(let reason) = extraction {
                         outcome.failed += 1
-                        outcome.failures.append(.init(sha256: sha256, reason: reason))
+                        outcome.failures.append(.init(sha256: sha256.hex, reason: reason))
                     } else {
                         outcome.extracted += 1
                     }
@@ -139,7 +138,7 @@ extension Vault {
         // No extractor takes this type: recorded as without text, and its bytes (a 1 GiB archive,
         // say) are not read again after the import hashed them.
         guard TextExtractor.reads(mediaType: item.mediaType) else { return .text("") }
-        let record = try blobRecord(item.sha256)
+        let record = try blobRecord(item.sha256.hex)
         let scratch = try Scratch()
         let file = scratch.path + "/blob"
         try copyBlob(record, to: file)

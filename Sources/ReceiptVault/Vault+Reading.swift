@@ -1,14 +1,9 @@
+import BlobStore
 import Foundation
 import GRDB
 import ReceiptCatalog
 import ReceiptText
-
-/// A field the vault offers from a receipt's text, as `list`, `show` and `review` print it.
-public struct FieldSuggestion: Codable, Sendable, Equatable {
-    public var value: String
-    public var confidence: Double
-    public var line: String
-}
+import ReceiptWire
 
 /// One file's extracted text, as `show --text` prints it.
 public struct ExtractedText: Codable, Sendable, Equatable {
@@ -33,7 +28,7 @@ extension Vault {
     /// Reads the receipts that hold one of `blobs` (whose text was just stored) in writable zones.
     /// Returns how many receipts had a field filled or suggested.
     @discardableResult
-    func readReceipts(holding blobs: [String]) throws -> Int {
+    func readReceipts(holding blobs: [BlobID]) throws -> Int {
         guard !blobs.isEmpty else { return 0 }
         let version = TextExtractor.version
         let rows = try wrapped { try catalog.read { db in try Catalog.receiptRows(db, withBlobs: blobs) } }
@@ -57,17 +52,21 @@ extension Vault {
                         if let merchant, let order = try Catalog.dateOrder(db, merchantKey: ReceiptReader.aliasKey(merchant)) {
                             reader.order = DateOrder(rawValue: order)
                         }
-                        var reading = ReceiptReading(extractor: version, fields: [:])
+                        // What an earlier reading filled and no one changed stays filled (and under review).
+                        var reading = try Catalog.readings(db, ofRows: [row])[row]?.pending(in: receipt) ?? ReceiptReading(extractor: version, fields: [:])
+                        reading.extractor = version
+                        var filledNow = false
                         for proposal in reader.read(text) where Self.readFields.contains(proposal.field) {
                             let name = proposal.field.rawValue
-                            guard Self.value(of: name, in: receipt) == nil else { continue }
+                            guard receipt.value(ofRead: name) == nil else { continue }
                             let fill = proposal.fills && (try? Self.canonical(proposal.field, proposal.value)) != nil
                             if fill { Self.set(name, to: proposal.value, in: &receipt) }
+                            filledNow = filledNow || fill
                             reading.fields[name] = FieldReading(value: proposal.value, confidence: proposal.confidence,
                                                                 line: proposal.line, filled: fill)
                         }
                         guard !reading.fields.isEmpty else { continue }
-                        if !reading.filled.isEmpty {
+                        if filledNow {
                             receipt.modifiedAt = w.now
                             try w.changeReceipt(receipt)
                         }
@@ -100,11 +99,11 @@ extension Vault {
                 var changed = false
                 for name in names {
                     guard let field = reading.fields[name] else { continue }
-                    if !field.filled, Self.value(of: name, in: receipt) == nil {
+                    if !field.filled, receipt.value(ofRead: name) == nil {
                         Self.set(name, to: try Self.canonical(ReadField(rawValue: name)!, field.value), in: &receipt)
                         changed = true
                     }
-                    try learn(w, name: name, reading: field, confirmed: Self.value(of: name, in: receipt) ?? field.value,
+                    try Self.learn(w, name: name, reading: field, confirmed: receipt.value(ofRead: name) ?? field.value,
                               merchant: receipt.merchant ?? reading.fields["merchant"]?.value)
                     reading.fields[name] = nil
                 }
@@ -125,8 +124,8 @@ extension Vault {
         guard let row = try Catalog.receiptRow(db, id: receipt.id), var reading = try Catalog.readings(db, ofRows: [row])[row] else { return }
         for name in Self.readFields.map(\.rawValue) where Self.value(of: name, in: changes) != nil {
             guard let field = reading.fields[name] else { continue }
-            if let value = Self.value(of: name, in: receipt) {
-                try learn(w, name: name, reading: field, confirmed: value, merchant: receipt.merchant ?? reading.fields["merchant"]?.value)
+            if let value = receipt.value(ofRead: name) {
+                try Self.learn(w, name: name, reading: field, confirmed: value, merchant: receipt.merchant ?? reading.fields["merchant"]?.value)
             }
             reading.fields[name] = nil
         }
@@ -135,7 +134,7 @@ extension Vault {
 
     /// A merchant confirmed or renamed becomes the alias of the header line it was read from; a date
     /// confirmed where the print left the day order open remembers that order for the merchant.
-    func learn(_ w: CatalogWriter, name: String, reading: FieldReading, confirmed: String, merchant: String?) throws {
+    static func learn(_ w: CatalogWriter, name: String, reading: FieldReading, confirmed: String, merchant: String?) throws {
         switch name {
         case "merchant":
             let key = ReceiptReader.aliasKey(reading.line)
@@ -149,6 +148,16 @@ extension Vault {
             }
         default:
             return
+        }
+    }
+
+    /// A version of a receipt pulled from the server ended the review of fields of its reading here:
+    /// another member confirmed or corrected them (on their vault or in the web view), and what they
+    /// confirmed teaches this vault as its own `review accept` would (called in the pull's transaction).
+    public static func learnFromPulled(_ w: CatalogWriter, before: ReceiptReading, after: ReceiptReading, receipt: Receipt) throws {
+        for (name, field) in before.fields.sorted(by: { $0.key < $1.key }) where after.fields[name] == nil {
+            guard let value = receipt.value(ofRead: name) else { continue }
+            try learn(w, name: name, reading: field, confirmed: value, merchant: receipt.merchant ?? before.fields["merchant"]?.value)
         }
     }
 
@@ -217,16 +226,6 @@ extension Vault {
         case .date: return try Validate.date(value)
         case .total, .tax: return try Validate.total(value)
         case .currency: return try Validate.currency(value)
-        }
-    }
-
-    static func value(of name: String, in r: Receipt) -> String? {
-        switch name {
-        case "merchant": return r.merchant
-        case "date": return r.date
-        case "total": return r.total
-        case "currency": return r.currency
-        default: return nil
         }
     }
 

@@ -3,60 +3,6 @@ import Foundation
 import GRDB
 import ReceiptCatalog
 
-/// A receipt with its attachments, as `list` and `show` present it.
-public struct ReceiptView: Codable, Sendable, Equatable {
-    public struct File: Codable, Sendable, Equatable {
-        public var sha256: String
-        public var filename: String
-        public var size: Int64
-        public var mediaType: String
-    }
-
-    public var id: String
-    public var zone: String
-    public var merchant: String?
-    public var date: String?
-    public var total: String?
-    public var currency: String?
-    public var category: String?
-    public var note: String?
-    public var tags: [String]
-    public var attachments: [File]
-    /// The claim: `none`, `submitted`, `reimbursed` or `denied`; its reference; the day it was paid.
-    public var status: String = ClaimStatus.none.rawValue
-    public var claim: String?
-    public var reimbursedOn: String?
-    /// Fields the vault filled from the receipt's text that no person has confirmed or typed.
-    public var filled: [String] = []
-    /// Fields the text suggests but did not make certain, by name.
-    public var suggestions: [String: FieldSuggestion] = [:]
-
-    enum CodingKeys: String, CodingKey {
-        case id, zone, merchant, date, total, currency, category, note, tags, attachments, status, claim, reimbursedOn
-        case filled, suggestions
-    }
-
-    public func encode(to encoder: Encoder) throws {
-        // Absent values are `null`, not missing keys: the contract's JSON shape.
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id)
-        try c.encode(zone, forKey: .zone)
-        try c.encode(merchant, forKey: .merchant)
-        try c.encode(date, forKey: .date)
-        try c.encode(total, forKey: .total)
-        try c.encode(currency, forKey: .currency)
-        try c.encode(category, forKey: .category)
-        try c.encode(note, forKey: .note)
-        try c.encode(tags, forKey: .tags)
-        try c.encode(attachments, forKey: .attachments)
-        try c.encode(status, forKey: .status)
-        try c.encode(claim, forKey: .claim)
-        try c.encode(reimbursedOn, forKey: .reimbursedOn)
-        try c.encode(filled, forKey: .filled)
-        try c.encode(suggestions, forKey: .suggestions)
-    }
-}
-
 /// Metadata given by the user; nil fields are left as they are (edit) or absent (import).
 public struct ReceiptMetadata: Sendable, Equatable {
     public var merchant: String?
@@ -254,11 +200,10 @@ extension Vault {
                     },
                     status: r.status, claim: r.claim, reimbursedOn: r.reimbursedOn)
         // What changed since the reading (a person's edit synced in, a manifest) is no longer the reading's.
-        for (name, field) in reading?.fields ?? [:] {
-            let current = Self.value(of: name, in: r)
-            if field.filled, current == field.value {
+        for (name, field) in reading?.pending(in: r).fields ?? [:] {
+            if field.filled {
                 view.filled.append(name)
-            } else if !field.filled, current == nil {
+            } else {
                 view.suggestions[name] = FieldSuggestion(value: field.value, confidence: field.confidence, line: field.line)
             }
         }

@@ -1,3 +1,4 @@
+import BlobStore
 import Foundation
 import GRDB
 import ReceiptCatalog
@@ -62,7 +63,7 @@ extension Vault {
                     .prefix(limit)
                 let receipts = try Catalog.receipts(db, ids: ranked.map(\.receiptID))
                 let views = Dictionary(try self.views(db, receipts).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-                let texts = try Catalog.texts(db, Array(Set(views.values.flatMap { $0.attachments.map(\.sha256) })))
+                let texts = try Self.texts(db, of: views.values)
                 return ranked.compactMap { hit -> SearchResult? in
                     guard let view = views[hit.receiptID] else { return nil }
                     var seen = Set<String>()
@@ -83,7 +84,7 @@ extension Vault {
         guard query.checksNumbers, !hits.isEmpty else { return hits }
         let receipts = try Catalog.receipts(db, ids: hits.map(\.receiptID))
         let views = try self.views(db, receipts)
-        let texts = try Catalog.texts(db, Array(Set(views.flatMap { $0.attachments.map(\.sha256) })))
+        let texts = try Self.texts(db, of: views)
         var agreeing = Set<String>()
         for view in views {
             let printed = [view.merchant, view.category, view.note, view.claim].compactMap { $0 } + view.tags
@@ -91,5 +92,11 @@ extension Vault {
             if query.numbersAgree(in: printed.joined(separator: "\n"), skipping: skipping) { agreeing.insert(view.id) }
         }
         return hits.filter { agreeing.contains($0.receiptID) }
+    }
+
+    /// The extracted texts of the views' files, by their address as a view prints it.
+    private static func texts(_ db: Database, of views: some Sequence<ReceiptView>) throws -> [String: String] {
+        let ids = Set(views.flatMap { $0.attachments.compactMap { BlobID(hex: $0.sha256) } })
+        return Dictionary(uniqueKeysWithValues: try Catalog.texts(db, Array(ids)).map { ($0.key.hex, $0.value) })
     }
 }

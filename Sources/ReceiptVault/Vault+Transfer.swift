@@ -22,11 +22,13 @@ extension Vault: BlobStaging {
         try blobs.stage(bytes: bytes, compression: .none)
     }
 
-    /// A blob file a killed sync installed but did not get to reference: true when it verifies and
-    /// is big enough to stay a file, so the ingest path may adopt it.
-    public func isAdoptableBlobFile(_ id: BlobID) -> Bool {
-        guard (try? blobs.storedSize(of: id)) != nil, let blob = try? blobs.verifyEitherEncoding(id) else { return false }
-        return blob.size >= settings.inlineThreshold
+    /// A blob file a killed sync installed but did not get to reference, verified (hashed) here once:
+    /// the ingest path adopts it from this value (`IngestSource.adopted`) without reading it again.
+    /// nil when it does not verify, or is small enough to be kept in the catalog instead.
+    public func adoptableBlobFile(_ id: BlobID) -> VerifiedBlob? {
+        guard (try? blobs.storedSize(of: id)) != nil, let blob = try? blobs.verifyEitherEncoding(id),
+              blob.size >= settings.inlineThreshold else { return nil }
+        return blob
     }
 
     /// The path of a blob's file in the tree (uploads read identity-encoded files from it).

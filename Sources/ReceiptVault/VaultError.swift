@@ -2,6 +2,7 @@ import BlobStore
 import Foundation
 import GRDB
 import ReceiptCatalog
+import ReceiptExportLayout
 
 /// An error a user can act on: one sentence naming the file, line, receipt or blob concerned.
 /// Every `VaultError` is raised before anything was changed, unless `kind` is `.partial`.
@@ -54,6 +55,8 @@ extension VaultError {
             if case .io(let io) = e { return VaultError(.io, io.description) }
             return VaultError(.io, e.description)
         case let e as PathError: return VaultError(.io, e.description)
+        case let e as ExportError: return VaultError(.io, e.description)
+        case let e as MissingExportBlob: return VaultError(.notFound, e.description)
         case let e as DatabaseError where e.isDamage:
             // A catalog that opened but turns out damaged further in.
             return VaultError(.unusableVault, "the catalog is damaged (\(e.message ?? "\(e.resultCode)")): "

@@ -13,11 +13,12 @@ public enum ReceiptFields {
     /// Most bytes in one text field: what a vault's catalog stores.
     public static let maxTextBytes = 4096
 
-    /// `YYYY-MM-DD` naming a real calendar day (2025-02-30 is refused).
+    /// `YYYY-MM-DD` naming a real calendar day (2025-02-30 is refused); blanks around it are not kept.
     public static func date(_ text: String) throws -> String {
         // ASCII digits and two dashes, read as bytes (a manifest checks a date per row: splitting into
         // Characters and asking each whether it is a number took 1.3 µs a date).
-        let bytes = Array(text.utf8)
+        let trimmed = blankTrimmed(text)
+        let bytes = Array(trimmed.utf8)
         guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
               bytes.indices.allSatisfy({ $0 == 4 || $0 == 7 || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[$0]) })
         else {
@@ -28,7 +29,7 @@ public enum ReceiptFields {
         guard (1...12).contains(m), d >= 1, d <= daysIn(month: m, year: y), y >= 1 else {
             throw FieldError("invalid date '\(text)': no such day")
         }
-        return text
+        return String(trimmed)
     }
 
     static func daysIn(month: Int, year: Int) -> Int {
@@ -44,15 +45,7 @@ public enum ReceiptFields {
     /// cannot be a thousands separator (`37,80` and `37,8` are 37.80 and 37.8; `1,000` is refused).
     /// Canonical form: no leading `+`, no superfluous leading zeros, `.` as the separator.
     public static func total(_ text: String) throws -> String {
-        // Foundation's trimming is slow (a 100,000-row manifest calls this for every row); a value that
-        // starts and ends with a visible ASCII character has nothing to trim.
-        let visible = { (c: UInt8) in c > 0x20 && c < 0x7F }
-        var s = Substring(text)
-        if !(s.utf8.first.map(visible) == true && s.utf8.last.map(visible) == true) {
-            let blank = { (c: Character) in c.isWhitespace && !c.isNewline }
-            s = s.drop(while: blank)
-            while s.last.map(blank) == true { s = s.dropLast() }
-        }
+        var s = blankTrimmed(text)
         var sign = ""
         if s.first == "-" { sign = "-"; s = s.dropFirst() } else if s.first == "+" { s = s.dropFirst() }
         var pieces = s.split(separator: ".", omittingEmptySubsequences: false)
@@ -72,13 +65,28 @@ public enum ReceiptFields {
         return (isZero ? "" : sign) + result
     }
 
-    /// An ISO 4217 currency code, upper-cased.
+    /// An ISO 4217 currency code, upper-cased; blanks around it are not kept.
     public static func currency(_ text: String) throws -> String {
-        let code = text.uppercased()
+        let code = blankTrimmed(text).uppercased()
         guard ISO4217.codes.contains(code) else {
             throw FieldError("unknown currency '\(text)': expected an ISO 4217 code such as USD or EUR")
         }
         return code
+    }
+
+    /// `text` without the blanks (spaces, tabs; not line breaks) around it: a date, total or currency
+    /// typed or pasted with a space reads the same from the command line, a manifest and a web form.
+    /// Foundation's trimming is slow (a 100,000-row manifest calls this for every row); a value that
+    /// starts and ends with a visible ASCII character has nothing to trim.
+    static func blankTrimmed(_ text: String) -> Substring {
+        let visible = { (c: UInt8) in c > 0x20 && c < 0x7F }
+        var s = Substring(text)
+        if !(s.utf8.first.map(visible) == true && s.utf8.last.map(visible) == true) {
+            let blank = { (c: Character) in c.isWhitespace && !c.isNewline }
+            s = s.drop(while: blank)
+            while s.last.map(blank) == true { s = s.dropLast() }
+        }
+        return s
     }
 
     /// Free text (merchant, category, note, tag, claim) is kept as data (`/`, `..`, newlines included);

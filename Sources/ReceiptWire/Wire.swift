@@ -7,8 +7,9 @@ public enum WireProtocol {
     /// Additions within v1 that old peers ignore: 2 (2026-11-25) adds a receipt's claim fields
     /// (`status`, `claim`, `reimbursedOn`); 3 adds extracted text (`/v1/text`) and the revision
     /// exchange (`Receipt-Revision`); 4 the account's text counter (`textSeq` of `GET /v1/account`);
-    /// 5 many texts in one upload (`POST /v1/text/put`). See "Revisions" in docs/PROTOCOL.md.
-    public static let revision = 5
+    /// 5 many texts in one upload (`POST /v1/text/put`); 6 a receipt's readings (`filled`,
+    /// `filledLines`, `suggestions`). See "Revisions" in docs/PROTOCOL.md.
+    public static let revision = 6
     /// Most records a pull returns in one page.
     public static let maxPageSize = 500
     /// Default page size of a pull.
@@ -119,10 +120,18 @@ public struct WireReceipt: Codable, Sendable, Equatable {
     public var status: String?
     public var claim: String?
     public var reimbursedOn: String?
+    /// What a vault read from the receipt's text and no person has confirmed (revision 6; absent when
+    /// none, and in an older peer's records): the fields it filled (sorted names of `readFields`, whose
+    /// values are the receipt's own), the text line each came from, and proposals it did not fill.
+    /// WireReading.swift has their rules.
+    public var filled: [String]?
+    public var filledLines: [String: String]?
+    public var suggestions: [String: WireSuggestion]?
 
     public init(merchant: String? = nil, date: String? = nil, total: String? = nil, currency: String? = nil,
                 category: String? = nil, note: String? = nil, tags: [String] = [], attachments: [WireAttachment] = [],
-                createdAt: Int64, modifiedAt: Int64, status: String? = nil, claim: String? = nil, reimbursedOn: String? = nil) {
+                createdAt: Int64, modifiedAt: Int64, status: String? = nil, claim: String? = nil, reimbursedOn: String? = nil,
+                filled: [String]? = nil, filledLines: [String: String]? = nil, suggestions: [String: WireSuggestion]? = nil) {
         self.merchant = merchant
         self.date = date
         self.total = total
@@ -136,6 +145,9 @@ public struct WireReceipt: Codable, Sendable, Equatable {
         self.status = status
         self.claim = claim
         self.reimbursedOn = reimbursedOn
+        self.filled = filled
+        self.filledLines = filledLines
+        self.suggestions = suggestions
     }
 }
 
@@ -301,6 +313,7 @@ extension WireReceipt {
         if let status, !["submitted", "reimbursed", "denied"].contains(status) {
             return "the status \(status) is not submitted, reimbursed or denied"
         }
+        if let problem = readingError() { return problem }
         if tags.count > Self.maxTags { return "more than \(Self.maxTags) tags" }
         if attachments.count > Self.maxAttachments { return "more than \(Self.maxAttachments) attachments" }
         var seen = Set<String>()

@@ -80,6 +80,13 @@ extension RouteTable {
                     Variant(label: "query", query: $0, instead: [400])
                 },
             expect: { readerOr404($0, 200) }),
+        "GET /z/{owner}/{zone}/review": RouteRule(
+            surface: .web, scope: .zone, mutates: false,
+            variants: [Variant(label: "after a receipt", query: "after=abcdef00-0000-4000-8000-000000000888", instead: [200]),
+                       Variant(label: "from a receipt", query: "from=00000000-0000-4000-8000-000000000000", instead: [200])]
+                + ["from=x", "after=..", "from=%00", "page=2", "from=abcdef00-0000-4000-8000-000000000888&after=abcdef00-0000-4000-8000-000000000888",
+                   "after=" + String(repeating: "9", count: 3000)].map { Variant(label: "query", query: $0, instead: [400]) },
+            expect: { readerOr404($0, 200) }),
         "GET /z/{owner}/{zone}/r/{id}": RouteRule(
             surface: .web, scope: .zone, mutates: false,
             variants: [Variant(label: "its place in the list", query: "at=0", instead: [200]),
@@ -107,6 +114,20 @@ extension RouteTable {
                 form(p, f, [("changeTag", p.variant.params["changeTag"] ?? p.target.changeTag ?? ""), ("merchant", "probe"),
                             ("date", p.variant.params["date"] ?? "2026-01-02"), ("total", p.variant.params["total"] ?? "1.00"),
                             ("currency", "EUR")])
+            },
+            expect: { p in readsReceipt(p) ? (p.canWrite ? [303] : [403]) : [404] }),
+        "POST /z/{owner}/{zone}/r/{id}/review": RouteRule(
+            surface: .web, scope: .zone, mutates: true,
+            variants: forms("the review")
+                + [Variant(label: "a stale change tag", params: ["changeTag": "stale"], instead: [409]),
+                   Variant(label: "a field colour", params: ["field": "colour"], instead: [400]),
+                   Variant(label: "a total of 1e999999", params: ["value": "1e999999"], instead: [400]),
+                   Variant(label: "a blank correction", params: ["value": " "], instead: [400]),
+                   Variant(label: "accepting what was not read", params: ["action": "accept"], instead: [400])],
+            body: { p, f in
+                form(p, f, [("changeTag", p.variant.params["changeTag"] ?? p.target.changeTag ?? ""),
+                            (p.variant.params["action"] ?? "correct", p.variant.params["field"] ?? "total"),
+                            ("value", p.variant.params["value"] ?? "2,50")])
             },
             expect: { p in readsReceipt(p) ? (p.canWrite ? [303] : [403]) : [404] }),
         "POST /z/{owner}/{zone}/bulk": RouteRule(

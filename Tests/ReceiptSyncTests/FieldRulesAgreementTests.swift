@@ -38,6 +38,12 @@ final class FieldRulesAgreementTests: HouseholdTestCase {
         Case(field: "merchant", given: "", outcome: .stored(nil)),
         Case(field: "merchant", given: "Café \"Ünï\" <b>", outcome: .stored("Café \"Ünï\" <b>")),
         Case(field: "note", given: "line one\nline two", outcome: .stored("line one\nline two")),
+        Case(field: "merchant", given: "  Acme  ", outcome: .stored("  Acme  ")),
+        Case(field: "merchant", given: "   ", outcome: .stored("   ")),
+        Case(field: "date", given: " 2025-03-04 ", outcome: .stored("2025-03-04")),
+        Case(field: "currency", given: " eur ", outcome: .stored("EUR")),
+        Case(field: "total", given: " 12.30 ", outcome: .stored("12.30")),
+        Case(field: "note", given: String(repeating: "n", count: 4097), outcome: .refused("note is too long (4097 bytes; at most 4096)")),
     ]
 
     func testTheCommandLineTheWebFormAndAPushAgreeOnEveryField() async throws {

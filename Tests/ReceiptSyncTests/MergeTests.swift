@@ -72,4 +72,43 @@ final class MergeTests: XCTestCase {
         XCTAssertEqual(ab?.note, "changed")
         XCTAssertEqual(Set(ab?.tags ?? ["?"]), ["y"])
     }
+
+    /// Readings (revision 6): a typed value beats a later filled one; an accept on one side removes
+    /// a field from `filled`; a suggestion for a field the merge gave a value goes; either order agrees.
+    func testReadingsMergeWithoutOverwritingWhatAPersonTyped() {
+        let base = r(nil)
+        var typed = r("Corner Shop Köln", at: 20)
+        typed.total = "17.00"
+        var read = r("CORNER SHOP", at: 30)
+        read.total = "16.85"
+        read.currency = "EUR"
+        read.filled = ["currency", "merchant", "total"]
+        read.filledLines = ["currency": "EUR", "merchant": "CORNER SHOP", "total": "TOTAL 16.85"]
+        read.suggestions = ["date": WireSuggestion(value: "2025-03-04", confidence: 0.5, line: "03/04/25")]
+        for (local, server) in [(typed, read), (read, typed)] {
+            let m = ReceiptMerge.merge(base: base, local: local, server: server)
+            XCTAssertEqual(m?.merchant, "Corner Shop Köln")
+            XCTAssertEqual(m?.total, "17.00")
+            XCTAssertEqual(m?.currency, "EUR")
+            XCTAssertEqual(m?.filled, ["currency"])
+            XCTAssertEqual(m?.filledLines, ["currency": "EUR"])
+            XCTAssertEqual(m?.suggestions?["date"]?.value, "2025-03-04")
+            XCTAssertNil(m?.validationError())
+        }
+        // One side accepts the total and takes the date; the other edits the note meanwhile.
+        var accepted = read
+        accepted.date = "2025-03-04"
+        accepted.filled = ["currency", "merchant"]
+        accepted.filledLines = ["currency": "EUR", "merchant": "CORNER SHOP"]
+        accepted.suggestions = nil
+        accepted.modifiedAt = 40
+        var noted = read
+        noted.note = "milk"
+        noted.modifiedAt = 50
+        let m = ReceiptMerge.merge(base: read, local: noted, server: accepted)
+        XCTAssertEqual(m?.filled, ["currency", "merchant"])
+        XCTAssertNil(m?.suggestions)
+        XCTAssertEqual(m?.date, "2025-03-04")
+        XCTAssertEqual(m?.note, "milk")
+    }
 }

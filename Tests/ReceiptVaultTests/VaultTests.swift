@@ -315,7 +315,7 @@ final class VaultTests: XCTestCase {
                                                        mediaType: "application/pdf")])
         }
         receipts += [twin("1f2e3d4c-0000-4000-8000-000000000001"), twin("1f2e3d4c-0000-4000-8000-000000000002")]
-        let items = Vault.exportNames(receipts)
+        let items = ExportLayout.exportNames(receipts)
         XCTAssertEqual(items.suffix(2).map(\.name), ["2025/03/2025-03-04_acme_1f2e3d4c.pdf", "2025/03/2025-03-04_acme_1f2e3d4c-2.pdf"])
         XCTAssertEqual(Set(items.map(\.name)).count, items.count, "unique")
         for item in items {

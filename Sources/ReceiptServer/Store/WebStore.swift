@@ -18,6 +18,11 @@ protocol WebStore: ServerStore {
                      caller: Account) async throws -> WebZonePage
     func webReceipt(owner: String, name: String, id: String, caller: Account) async throws -> (VisibleZone, WebReceiptRow)
     func webZone(owner: String, name: String, caller: Account) async throws -> VisibleZone
+    /// How many live receipts of the zone carry readings to review (`filled` or `suggestions`).
+    func webReviewCount(owner: String, name: String, caller: Account) async throws -> Int
+    /// The zone's review queue from `start` (ordered by id): its count, the receipt to review and
+    /// its twins (same merchant, date, total and currency: a re-scan).
+    func webReviewQueue(owner: String, name: String, start: WebReviewStart, caller: Account) async throws -> WebReviewQueue
     /// Of `blobs`, those a live receipt of the zone already attaches, each with one such receipt's id.
     func webReceiptsAttaching(_ blobs: [String], owner: String, name: String, caller: Account) async throws -> [String: String]
 }

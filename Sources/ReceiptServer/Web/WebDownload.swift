@@ -2,15 +2,15 @@ import BlobStore
 import Foundation
 import Hummingbird
 import NIOCore
-import ReceiptVault
+import ReceiptExportLayout
 import ReceiptWire
 
 /// "Download these": `GET /z/OWNER/ZONE/download?…the list's filters…&as=zip|claim`, the receipts
 /// the list's filter matches as a zip of their files, or as a claim package in exactly the layout of
 /// `receipt export --for claim --zip` (numbered files, index.csv, summary.txt, SHA256SUMS). Both are
-/// written by the vault's own export code (`Vault.writeZip`) into a private file under
-/// `DATA/downloads/`, one attachment on disk at a time, then sent from that file in pieces: memory
-/// does not grow with the download. Any member who can read the zone may download it.
+/// written by the layout the vault's `export` uses too (`ExportLayout.writeZip`) into a private file
+/// under `DATA/downloads/`, one attachment on disk at a time, then sent from that file in pieces:
+/// memory does not grow with the download. Any member who can read the zone may download it.
 extension WebRoutes {
     /// Most receipts one download takes: the receipts' metadata (not their files) is held at once.
     static let maxDownload = 100_000

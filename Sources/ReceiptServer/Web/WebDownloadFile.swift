@@ -1,6 +1,6 @@
 import BlobStore
 import Foundation
-import ReceiptVault
+import ReceiptExportLayout
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -51,9 +51,9 @@ final class WebDownloadFile: Sendable {
             work.remove("download.zip")
             do {
                 // The server's blobs are stored as sent (identity); copying verifies them.
-                _ = try Vault.writeZip(receipts, items: Vault.exportItems(receipts, for: purpose), purpose: purpose, into: zip,
+                _ = try ExportLayout.writeZip(receipts, items: ExportLayout.exportItems(receipts, for: purpose), purpose: purpose, into: zip,
                                        scratch: work, destination: zipName) { sha256, out in
-                    guard let id = BlobID(hex: sha256) else { throw VaultError(.notFound, "no blob \(sha256.prefix(64))") }
+                    guard let id = BlobID(hex: sha256) else { throw MissingExportBlob("no blob \(sha256.prefix(64))") }
                     try store.copy(id, encoding: .identity, into: out, removeOnFailure: false)
                 }
                 return zip

@@ -42,6 +42,8 @@ extension WebRoutes {
                       ["value": "date", "label": "newest date first", "selected": filter.byDate]],
             "claimStatuses": Self.claimStatuses,
         ]
+        let toReview = try await catalog.webReviewCount(owner: owner, name: name, caller: session.account)
+        if toReview > 0 { values["toReview"] = toReview }
         values["downloadZip"] = query.link("\(base)/download", extra: [URLQueryItem(name: "as", value: "zip")])
         values["downloadClaim"] = query.link("\(base)/download", extra: [URLQueryItem(name: "as", value: "claim")])
         if query.page > 1 { values["previous"] = query.link(base, page: query.page - 1) }
@@ -67,10 +69,8 @@ extension WebRoutes {
                 var file: [String: Any] = ["href": "\(href)/f/\(a.sha256)", "filename": a.filename, "mediaType": a.mediaType,
                                            "size": ByteCount.text(a.size), "isPDF": a.mediaType == "application/pdf",
                                            "alt": "File \(index + 1) of the receipt from \(shownMerchant)"]
-                if WebFiles.inlineImageTypes.contains(a.mediaType) {
-                    file["preview"] = "\(href)/f/\(a.sha256)"
-                } else if a.mediaType == "application/pdf" {
-                    file["preview"] = "\(href)/t/\(a.sha256)?page=1"
+                file["preview"] = Self.preview(of: a, receipt: href)
+                if a.mediaType == "application/pdf" {
                     file["alt"] = "First page of file \(index + 1) of the receipt from \(shownMerchant)"
                     // The other pages on demand, each a link to its own image.
                     if pages > 1 {
@@ -96,6 +96,12 @@ extension WebRoutes {
         for case let (key, value?) in shown where !value.isEmpty { values[key] = value }
         if let at = query.at { try await addNeighbours(of: row.id, at: at, query: query, owner: owner, zone: name, into: &values, session: session) }
         return html(WebTemplates.render("receipt", values), title: r.merchant ?? "Receipt", session: session)
+    }
+
+    /// The picture of a file on a receipt's page: an image itself, a PDF's first page; nil for others.
+    static func preview(of a: WireAttachment, receipt href: String) -> String? {
+        if WebFiles.inlineImageTypes.contains(a.mediaType) { return "\(href)/f/\(a.sha256)" }
+        return a.mediaType == "application/pdf" ? "\(href)/t/\(a.sha256)?page=1" : nil
     }
 
     /// The previous and next receipt of the filtered list around `id`, which the list's link put at

@@ -49,6 +49,17 @@ struct WebRoutes {
         router.get("z/:owner/:zone") { request, context in
             try await page(request) { session in try await zonePage(request, context: context, session: session) }
         }
+        router.get("z/:owner/:zone/review") { request, context in
+            try await page(request) { session in
+                try await reviewPage(owner: context.name("owner"), zone: context.name("zone"), query: request.uri.query ?? "", session: session)
+            }
+        }
+        router.post("z/:owner/:zone/r/:id/review") { request, context in
+            try await form(request, context: context) { session, fields in
+                try await reviewAction(owner: context.name("owner"), zone: context.name("zone"),
+                                       id: context.parameters.get("id") ?? "", fields: fields, session: session)
+            }
+        }
         router.get("z/:owner/:zone/download") { request, context in
             try await page(request) { session in try await download(request, context: context, session: session) }
         }

@@ -47,6 +47,11 @@ extension WebTemplates {
     .pages { display: flex; gap: 1rem; }
     .thumb { width: 4.5rem; }
     .thumb img { width: 4rem; max-width: none; height: 4rem; object-fit: contain; border: 0; }
+    .review-field { border-top: 1px solid var(--line); padding: .5rem 0; }
+    .review-field p { margin: .25rem 0; }
+    .review-actions { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin: .5rem 0; }
+    .review-actions input { flex: 1 1 8rem; }
+    .review-actions form { margin: 0; }
     .sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
     @media (min-width: 48rem) {
       .receipt { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 1.5rem; align-items: start; }

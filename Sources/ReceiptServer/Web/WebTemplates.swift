@@ -7,7 +7,7 @@ enum WebTemplates {
     static let library: MustacheLibrary = {
         var library = MustacheLibrary()
         for (name, text) in [("layout", layout), ("signin", signin), ("zones", zones), ("zone", zone),
-                             ("receipt", receipt), ("error", error)] {
+                             ("receipt", receipt), ("error", error), ("review", review)] {
             // The templates are constants of this file: a parse error is a programming error that
             // the first test run shows, never something a user can cause.
             if let template = try? MustacheTemplate(string: text) { library.register(template, named: name) }
@@ -71,6 +71,7 @@ enum WebTemplates {
     static let zone = """
     <h1>{{label}}</h1>
     <p>Your role: <strong>{{role}}</strong>. {{count}} receipt(s) match.</p>
+    {{#toReview}}<p><a href="{{href}}/review" class="to-review">To review ({{toReview}})</a>: fields read from receipts' text, to accept or correct.</p>{{/toReview}}
     {{#hasTotals}}
     <table class="totals"><caption>Totals of the matching receipts</caption>
     <thead><tr><th scope="col">Total</th><th scope="col" class="num">Receipts</th></tr></thead>

@@ -103,16 +103,27 @@ extension WebRoutes {
         receipt.currency = metadata.currency
         receipt.category = metadata.category
         receipt.note = metadata.note
+        // What the person changed is no longer a value read from the text (revision 6).
+        receipt.settleReadings(after: row.receipt)
+        return try await save(receipt, of: row, baseTag: fields["changeTag"], owner: owner, zone: name, session: session,
+                              then: "\(Self.zonePath(owner, name))/r/\(row.id)", conflict: "open it again and redo the edit")
+    }
+
+    /// A form's change of one receipt, as one push based on the page's change tag: 303 to `then`
+    /// when saved; 409 saying `conflict` (what to do) when someone changed the receipt since.
+    func save(_ receipt: WireReceipt, of row: WebReceiptRow, baseTag: String?, owner: String, zone name: String,
+              session: WebSession, then location: String, conflict: String) async throws -> Response {
+        var receipt = receipt
         receipt.modifiedAt = Self.modifiedNow(after: row.receipt.modifiedAt)
-        let result = try await catalog.push(WirePushRequest(records: [WirePushRecord(id: row.id, baseTag: fields["changeTag"], receipt: receipt)]),
+        let result = try await catalog.push(WirePushRequest(records: [WirePushRecord(id: row.id, baseTag: baseTag, receipt: receipt)]),
                                             owner: owner, name: name, caller: session.account)
         switch result.results.first?.status {
         case .saved?:
-            return redirect("\(Self.zonePath(owner, name))/r/\(row.id)")
+            return redirect(location)
         case .conflict?:
-            throw ServerError(.conflict, "the receipt was changed by someone else since this page was shown: open it again and redo the edit")
+            throw ServerError(.conflict, "the receipt was changed by someone else since this page was shown: " + conflict)
         default:
-            throw ServerError.bad(result.results.first?.error ?? "the edit was refused")
+            throw ServerError.bad(result.results.first?.error ?? "the change was refused")
         }
     }
 
@@ -130,7 +141,8 @@ extension WebRoutes {
 }
 
 /// The metadata fields of the upload and edit forms, checked by the rules `receipt import` uses
-/// (`ReceiptFields`); an empty field is an absent value.
+/// (`ReceiptFields`); an empty field is an absent value. Free text is kept as typed, blanks around it
+/// included, as the command line and a push keep it (so a save without a change changes nothing).
 struct WebMetadata {
     var merchant, date, total, currency, category, note: String?
 
@@ -138,8 +150,7 @@ struct WebMetadata {
         func value(_ key: String, _ rule: (String) throws -> String) throws -> String? {
             // A browser sends a textarea's line breaks as CRLF whatever it was given: stored as the
             // LF the command line and the form's page use, so a save without a change changes nothing.
-            guard let text = fields[key]?.replacingOccurrences(of: "\r\n", with: "\n").trimmingCharacters(in: .whitespacesAndNewlines),
-                  !text.isEmpty else { return nil }
+            guard let text = fields[key]?.replacingOccurrences(of: "\r\n", with: "\n"), !text.isEmpty else { return nil }
             do { return try rule(text) } catch let error as FieldError { throw ServerError.bad(error.description) }
         }
         merchant = try value("merchant") { try ReceiptFields.text($0, field: "merchant") }

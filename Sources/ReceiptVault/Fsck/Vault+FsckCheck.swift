@@ -12,10 +12,10 @@ extension Vault {
         let files = try blobs.enumerate()
         let snap = try catalog.checkSnapshot(files: files)
         let catalog = self.catalog
-        @Sendable func receipts(_ id: String) -> [String] { catalog.receipts(of: id) }
+        @Sendable func receipts(_ id: BlobID) -> [String] { catalog.receipts(of: id) }
 
         for (sha, encoding) in snap.badRows {
-            sink.emit(FsckProblem(.catalog, sha256: sha, receipts: receipts(sha),
+            sink.emit(FsckProblem(.catalog, sha256: sha, receipts: catalog.receipts(ofDamagedAddress: sha),
                                   detail: "the catalog holds a blob row with address '\(sha)' and encoding '\(encoding)', which are not valid"))
         }
         checkForeignKeys(snap, sink: sink)
@@ -25,8 +25,7 @@ extension Vault {
         var corruptInline: [(BlobID, String)] = []
         if options.quick {
             sink.countInline(blobs: snap.inlineBlobs, bytes: snap.inlineBytes)
-        } else { try catalog.forEachInlineBlob { sha, size, bytes in
-            guard let id = BlobID(hex: sha) else { return }
+        } else { try catalog.forEachInlineBlob { id, size, bytes in
             let actual = SHA256Hasher.hash(bytes)
             sink.countInline(blobs: 1, bytes: Int64(bytes.count))
             if actual != id || Int64(bytes.count) != size {
@@ -34,7 +33,7 @@ extension Vault {
             }
         } }
         for (id, detail) in corruptInline {
-            sink.emit(FsckProblem(.corruptBlob, sha256: id.hex, receipts: receipts(id.hex), path: catalog.path,
+            sink.emit(FsckProblem(.corruptBlob, sha256: id.hex, receipts: receipts(id), path: catalog.path,
                                   detail: "inline blob \(id) is corrupt: \(detail)", fix: .refetch(id, inline: true)))
         }
 
@@ -52,7 +51,7 @@ extension Vault {
         // A row's problem is reported the moment its file is verified (its receipts asked then).
         let outcomes = await Self.verifyAll(items, store: blobs, quick: options.quick, workers: options.workers, sink: sink) { item, outcome in
             guard item.recorded != nil, Self.rowProblem(item, outcome, refs: []) != nil,
-                  let problem = Self.rowProblem(item, outcome, refs: receipts(item.id.hex)) else { return }
+                  let problem = Self.rowProblem(item, outcome, refs: receipts(item.id)) else { return }
             sink.emit(problem)
         }
 

@@ -114,8 +114,8 @@ extension Vault {
                     ? "; no sync server is set to fetch it back from" : "; the sync server could not give it back"
             }
         case .restoreRow(let id):
-            if (try? blobs.detectEncoding(id)) != nil, (try? blobs.storedSize(of: id)) != nil {
-                try ingestOnce([.adopted(id)]) { _, _ in }
+            if let verified = try? blobs.verifyEitherEncoding(id), (try? blobs.storedSize(of: id)) != nil {
+                try ingestOnce([.adopted(verified)]) { _, _ in }
                 problem.repaired = true
                 problem.detail += "; its file is good and is recorded again"
             } else if try await refetch(id, options, rows: { _, _ in }) {
@@ -125,8 +125,8 @@ extension Vault {
                 problem.detail += "; no file and no sync server could give it back (the receipt is kept)"
             }
         case .adoptOrphan(let id):
-            if (try? blobs.detectEncoding(id)) != nil {
-                let receipt = try adoptIntoRecovered([id])
+            if let verified = try? blobs.verifyEitherEncoding(id) {
+                let receipt = try adoptIntoRecovered([verified])
                 problem.receipts = receipt
                 problem.receipt = receipt.first
                 problem.repaired = true
@@ -174,8 +174,8 @@ extension Vault {
 
     /// Records good blob files no row described and makes each an attachment of a new receipt in
     /// zone `recovered`. Returns the receipts' ids.
-    func adoptIntoRecovered(_ files: [BlobID]) throws -> [String] {
-        try ingestOnce(files.sorted().map { .adopted($0) }) { w, adopted in
+    func adoptIntoRecovered(_ files: [VerifiedBlob]) throws -> [String] {
+        try ingestOnce(files.sorted { $0.id < $1.id }.map { .adopted($0) }) { w, adopted in
             try w.ensureZone(Zone.recovered)
             return try adopted.map { try Self.insertRecoveredReceipt(w, $0.id, size: $0.size, mediaType: $0.mediaType) }
         }

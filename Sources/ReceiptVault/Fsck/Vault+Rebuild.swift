@@ -99,7 +99,7 @@ extension Vault {
                     if (try? w.copyAttachment(row)) == true {
                         counts.attachments += 1
                     } else if let sha = row["sha256"] as String?, let receipt = row["receiptID"] as String?,
-                              try !w.hasBlobRow(sha) {
+                              try !(BlobID(hex: sha).map(w.hasBlobRow) ?? false) {
                         if let i = missing.firstIndex(where: { $0.0 == sha }) { missing[i].1.append(receipt) } else { missing.append((sha, [receipt])) }
                     } else if let sha = row["sha256"] as String? {
                         unattached[sha] = (row["mediaType"] as String?) ?? unattached[sha] ?? "application/octet-stream"
@@ -123,12 +123,12 @@ extension Vault {
             let salvagedRows = Set(salvaged.rows("blobs").compactMap { $0["sha256"] as String? })
             let referenced = try fresh.referencedBlobs()
             var adopt: [(BlobID, Int64, String)] = []
-            for (id, file) in good.sorted(by: { $0.key < $1.key }) where !referenced.contains(id.hex) {
+            for (id, file) in good.sorted(by: { $0.key < $1.key }) where !referenced.contains(id) {
                 if attachmentsComplete && salvagedRows.contains(id.hex) && unattached[id.hex] == nil { continue }
                 adopt.append((id, file.size, try sniffMediaType(store, id, file.encoding)))
             }
             // Inline blobs likewise: gc would otherwise take a row whose bytes are nowhere else.
-            for (id, kept) in inline.sorted(by: { $0.key < $1.key }) where !referenced.contains(id.hex) {
+            for (id, kept) in inline.sorted(by: { $0.key < $1.key }) where !referenced.contains(id) {
                 if attachmentsComplete && unattached[id.hex] == nil { continue }
                 adopt.append((id, kept.size, unattached[id.hex] ?? kept.mediaType))
             }

@@ -19,10 +19,9 @@ extension Vault {
             return PreparedBlob(id: staged.id, size: staged.size, mediaType: mediaType, inline: nil, staged: staged)
         case .staged(let staged):
             return PreparedBlob(id: staged.id, size: staged.size, mediaType: "application/octet-stream", inline: nil, staged: staged)
-        case .adopted(let id):
-            guard let verified = try blobs.verifyEitherEncoding(id) else { throw BlobError.corrupt(id, detail: "it does not hash to its address") }
+        case .adopted(let verified):
             let durable = try blobs.makeDurable([verified])[0]
-            return PreparedBlob(id: id, size: durable.size, mediaType: try Self.sniffMediaType(blobs, id, durable.encoding),
+            return PreparedBlob(id: verified.id, size: durable.size, mediaType: try Self.sniffMediaType(blobs, verified.id, durable.encoding),
                                 inline: nil, staged: nil, adopted: durable)
         }
     }

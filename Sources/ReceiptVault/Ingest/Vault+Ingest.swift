@@ -11,9 +11,10 @@ public enum IngestSource: Sendable {
     case bytes([UInt8])
     /// A verified download already staged and encoded as the vault stores blobs.
     case staged(StagedBlob)
-    /// A blob file already under its address in blobs/ (left by a killed command, or found by fsck):
-    /// verified before its row is written.
-    case adopted(BlobID)
+    /// A blob file already under its address in blobs/ (left by a killed command, or found by fsck),
+    /// verified by whoever found it (only BlobStore makes a `VerifiedBlob`, by hashing the file):
+    /// made durable where it is before its row is written, not hashed again.
+    case adopted(VerifiedBlob)
 }
 
 /// A file that its `unchanged` hook, asked after its read, found no longer the file judged complete

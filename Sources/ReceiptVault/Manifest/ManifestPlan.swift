@@ -51,8 +51,8 @@ final class ManifestFile: Sendable {
         self.firstNew = firstNew
     }
 
-    var path: String { link ?? FileSystem.join(folder, Vault.lastComponent(given)) }
-    var name: String { filename ?? Vault.lastComponent(given) }
+    var path: String { link ?? FileSystem.join(folder, FileSystem.lastComponent(given)) }
+    var name: String { filename ?? FileSystem.lastComponent(given) }
 }
 
 /// A row of pass 2, read back from the plan in manifest order: a row with a file, or (first) a receipt

@@ -284,7 +284,7 @@ extension Vault {
                         // Opened, checked and hashed with the next rows' files, on every core.
                         let filename = row[.filename].flatMap { $0.isEmpty ? nil : $0 }
                         jobs.append(HashJob(line: row.line, given: given, path: file.path, folder: file.folder,
-                                            realFolder: realFolder, name: filename ?? Self.lastComponent(given),
+                                            realFolder: realFolder, name: filename ?? FileSystem.lastComponent(given),
                                             filename: filename,
                                             expected: expected, receipt: rowProblems.isEmpty ? index : nil))
                     }
@@ -383,14 +383,6 @@ extension Vault {
 
     static func realPath(_ path: String) -> String? {
         try? FileSystem.realPath(path)
-    }
-
-    /// The last non-empty component, split on bytes like `confine`.
-    static func lastComponent(_ path: String) -> String {
-        let bytes = path.utf8
-        guard let last = bytes.lastIndex(where: { $0 != UInt8(ascii: "/") }) else { return path }
-        let start = bytes[..<last].lastIndex(of: UInt8(ascii: "/")).map(bytes.index(after:)) ?? bytes.startIndex
-        return String(path[start..<bytes.index(after: last)])
     }
 
     /// A value as it can be shown on one line: control characters escaped.

@@ -163,6 +163,8 @@ enum PostgresSchema {
         PostgresTextOwners.migration,
         // Version 7: the web list's default order, newest added first (WebFilter.order).
         ["CREATE INDEX web_rows_by_added ON web_rows(zone_id, created_at DESC, id)"],
+        // Version 8: the web view's review queue (PostgresServerStore+WebReview.swift).
+        PostgresServerStore.webReviewMigration,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -127,6 +127,7 @@ public final class ServerCatalog: Sendable {
         registerWebSearchMigration(&m)
         registerTextOwnersMigration(&m)
         registerWebRowsByAddedMigration(&m)
+        registerWebReviewMigration(&m)
         return m
     }
 }

@@ -1,12 +1,13 @@
 import BlobStore
 import Foundation
+import ReceiptWire
 
 /// `export --for claim`: a package an accountant or insurer accepts. Files numbered in date order
 /// (`001_2025-03-04_cvs-pharmacy.pdf`, undated receipts last as `NNN_undated_…`), `index.csv` (one row
 /// per file), `summary.txt` (counts and exact totals per currency), and `SHA256SUMS` over every
 /// other file, which `sha256sum -c SHA256SUMS` accepts in the package's folder. The usual
 /// `manifest.csv` and `receipts.json` are there too, so the package re-imports.
-extension Vault {
+extension ExportLayout {
     public static let claimIndexName = "index.csv"
     public static let claimSummaryName = "summary.txt"
     public static let claimSumsName = "SHA256SUMS"
@@ -18,7 +19,7 @@ extension Vault {
         var items: [ExportItem] = []
         // The number makes every name unique, and no name of the package's own files starts with a digit.
         for r in receipts {
-            let day = r.date.flatMap { try? Validate.date($0) } ?? "undated"
+            let day = r.date.flatMap { try? ReceiptFields.date($0) } ?? "undated"
             for a in r.attachments {
                 let number = String(items.count + 1)
                 let padded = String(repeating: "0", count: max(0, width - number.count)) + number
@@ -31,10 +32,10 @@ extension Vault {
 
     /// The files written after the attachments: manifest.csv and receipts.json, and for a claim
     /// package index.csv, summary.txt and SHA256SUMS (which lists all the others).
-    static func closingFiles(_ receipts: [ReceiptView], items: [ExportItem], failures: [ExportFailure],
+    package static func closingFiles(_ receipts: [ReceiptView], items: [ExportItem], failures: [ExportFailure],
                              purpose: ExportPurpose) throws -> [(String, Data)] {
-        var files = [(exportManifestName, try exportManifest(receipts, items: items, failures: failures)),
-                     (exportListName, try exportListing(receipts))]
+        var files = [(manifestName, try exportManifest(receipts, items: items, failures: failures)),
+                     (listName, try exportListing(receipts))]
         guard purpose == .claim else { return files }
         let failed = Set(failures.map { $0.receipt + "/" + $0.sha256 })
         let written = items.filter { !failed.contains($0.receipt + "/" + $0.sha256) }
@@ -64,7 +65,7 @@ extension Vault {
             rows.append([number, r.date ?? "", r.merchant ?? "", total, r.currency ?? "", r.category ?? "",
                          r.status, r.claim ?? "", item.name, item.sha256])
         }
-        return try Report.csvData(rows, what: "the package's index.csv")
+        return try SpreadsheetCell.csvData(rows, what: "the package's index.csv")
     }
 
     /// Counts and exact totals per currency, and the receipts without a total, as plain text.

@@ -1,3 +1,6 @@
+import CSV
+import Foundation
+
 /// A CSV cell as the files the vault writes hold it, so that a spreadsheet shows text and never
 /// runs it (OWASP's rule against CSV injection): a cell beginning with `=`, `+`, `-`, `@`, tab or CR
 /// is written prefixed with `'`. A cell beginning with `'` is prefixed too, so reading takes exactly
@@ -23,5 +26,24 @@ public enum SpreadsheetCell {
         let bytes = cell.utf8
         guard bytes.first == UInt8(ascii: "'"), let second = bytes.dropFirst().first, isGuarded(second) else { return cell }
         return String(cell.dropFirst())
+    }
+}
+
+extension SpreadsheetCell {
+    /// RFC 4180 rows (CSV.swift quotes them), CRLF line ends; a cell a spreadsheet would run as a
+    /// formula is written as text (`SpreadsheetCell`).
+    package static func csvData(_ rows: [[String]], what: String) throws -> Data {
+        let stream = OutputStream(toMemory: ())
+        do {
+            let writer = try CSVWriter(stream: stream, newline: .crlf)
+            for row in rows { try writer.write(row: row.map(SpreadsheetCell.written)) }
+            writer.stream.close()
+        } catch {
+            throw ExportError("cannot write \(what): \(error)")
+        }
+        guard let data = stream.property(forKey: .dataWrittenToMemoryStreamKey) as? Data else {
+            throw ExportError("cannot write \(what)")
+        }
+        return data
     }
 }
