@@ -75,12 +75,16 @@ final class HelperTests: XCTestCase {
     /// anything else is refused (Foundation's `sscanf`-based reader let a short last group through).
     /// The vault and the server accept the same names: one the vault took but the server refused
     /// would sit in the outbox forever.
-    /// A date is YYYY-MM-DD in ASCII digits and names a day of the proleptic Gregorian calendar.
+    /// A date is YYYY-MM-DD in ASCII digits and names a day of the proleptic Gregorian calendar;
+    /// blanks around it are dropped, as every door drops them around a total (FieldRulesAgreementTests).
     func testDatesAreTenASCIICharactersNamingADayThatExists() {
         for good in ["2024-02-29", "2000-02-29", "2025-12-31", "0001-01-01", "2025-04-30"] {
             XCTAssertEqual(try Validate.date(good), good)
         }
-        let shape = ["2025-2-3", "2025-02-3x", "２０２５-01-01", "2025-01-01 ", " 2025-01-01", "2025/01/01", "20250101",
+        for padded in ["2025-01-01 ", " 2025-01-01", "\t2025-01-01"] {
+            XCTAssertEqual(try Validate.date(padded), "2025-01-01")
+        }
+        let shape = ["2025-2-3", "2025-02-3x", "２０２５-01-01", "2025 -01-01", "2025/01/01", "20250101",
                      "2025-01-011", "-2025-01-1", "", "2025-0١-01", "2025-01-0\u{301}"]
         for bad in shape {
             XCTAssertThrowsError(try Validate.date(bad), bad) {
