@@ -20,7 +20,7 @@ let package = Package(
             .product(name: "BlobStore", package: "receipt"),
             .product(name: "ReceiptVault", package: "receipt"),
             .product(name: "ReceiptWire", package: "receipt"),
-            .product(name: "ReceiptServer", package: "receipt"),
+            .product(name: "WebForms", package: "receipt"),
         ], swiftSettings: strict),
         .target(name: "CFuzzerDriver"),
         fuzzTarget("FuzzManifest"),

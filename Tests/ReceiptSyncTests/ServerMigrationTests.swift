@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 @testable import ReceiptServer
 import TestSupport
+import WebForms
 import XCTest
 
 /// The server's catalog across versions of receipt: an older schema is migrated in place (its

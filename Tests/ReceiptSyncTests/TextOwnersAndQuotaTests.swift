@@ -4,6 +4,7 @@ import ReceiptText
 @testable import ReceiptServer
 import ReceiptWire
 import TestSupport
+import WebForms
 import XCTest
 
 /// Storage no household can take from another or keep outside its quota (issue #30): texts are kept

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 @testable import ReceiptServer
 import TestSupport
+import WebForms
 import XCTest
 
 /// The migration to texts per zone owner (SQLite "server-texts-per-owner", PostgreSQL version 6):

@@ -3,6 +3,7 @@ import Foundation
 @testable import ReceiptServer
 import ReceiptWire
 import TestSupport
+import WebForms
 import XCTest
 
 /// The web view's operations over a real server catalog — the list's filters, word search, order,

@@ -1,5 +1,6 @@
 import BlobStore
 import ReceiptWire
+import WebForms
 
 /// What the web view needs of a server catalog beyond the sync API's operations: password checks,
 /// sessions and the list's reads. Both catalogs implement it (the embedded SQLite one in

@@ -4,6 +4,7 @@ import Hummingbird
 import NIOCore
 import ReceiptExportLayout
 import ReceiptWire
+import WebForms
 
 /// "Download these": `GET /z/OWNER/ZONE/download?…the list's filters…&as=zip|claim`, the receipts
 /// the list's filter matches as a zip of their files, or as a claim package in exactly the layout of

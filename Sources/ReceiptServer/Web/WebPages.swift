@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import ReceiptText
 import ReceiptWire
+import WebForms
 
 /// The zone's list and the receipt's page: what each shows, as values for their templates.
 extension WebRoutes {

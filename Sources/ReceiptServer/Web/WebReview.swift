@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import ReceiptWire
+import WebForms
 
 /// Where the review queue starts: the first receipt (by id) from `id`, or after it (a skip).
 struct WebReviewStart: Sendable {
@@ -88,7 +89,7 @@ extension WebRoutes {
         } else if let correct = fields["correct"] {
             let field = try Self.readField(correct)
             // The edit form's own rules (WebMetadata): a decimal comma, a lowercase currency, a blank.
-            let metadata = try WebMetadata([field: fields["value"] ?? ""])
+            let metadata = try ServerError.checking { try WebMetadata([field: fields["value"] ?? ""]) }
             guard let value = [metadata.merchant, metadata.date, metadata.total, metadata.currency].compactMap({ $0 }).first else {
                 throw ServerError.bad("the corrected \(field) is blank: type its value, or skip this receipt")
             }

@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import ReceiptWire
+import WebForms
 
 /// How the web view is served.
 public struct WebOptions: Sendable {
@@ -25,7 +26,7 @@ struct WebRoutes {
     let throttle = WebThrottle()
     let thumbnails: WebThumbnails
     static let cookieName = "receipt_session"
-    static let pageSize = 50
+    static let pageSize = WebListQuery.pageSize
 
     func register(_ router: Router<ServerContext>) {
         router.get("/") { request, context in
@@ -133,18 +134,7 @@ struct WebRoutes {
     /// and port. A request with neither is no browser's cross-site form; its CSRF token is still checked.
     func sameOrigin(_ request: Request) -> Bool {
         guard let claimed = request.headers[.origin] ?? request.headers[.referer] else { return true }
-        return Self.isSameOrigin(claimed, authority: request.head.authority, scheme: web.scheme)
-    }
-
-    /// True when the URL `claimed` has `scheme` and the host and port of `authority` (the request's
-    /// `Host`), a missing port being the scheme's default.
-    static func isSameOrigin(_ claimed: String, authority: String?, scheme: String) -> Bool {
-        let defaultPort = scheme == "https" ? 443 : 80
-        guard let authority, let origin = URLComponents(string: claimed), origin.scheme?.lowercased() == scheme,
-              origin.user == nil, origin.password == nil, let host = origin.host?.lowercased(), !host.isEmpty,
-              let served = URLComponents(string: "\(scheme)://\(authority)"), served.path.isEmpty, served.query == nil, served.user == nil,
-              let servedHost = served.host?.lowercased() else { return false }
-        return host == servedHost && (origin.port ?? defaultPort) == (served.port ?? defaultPort)
+        return WebHeaders.isSameOrigin(claimed, authority: request.head.authority, scheme: web.scheme)
     }
 
     /// A state-changing POST with a url-encoded body: refused (403) unless it comes with a live
@@ -309,13 +299,9 @@ struct WebRoutes {
         owner == session.account.name ? name : "\(owner)/\(name)"
     }
 
-    /// A date of the list's filters or a form, by the one rule of every door (`ReceiptFields.date`).
+    /// A date of the list's filters or a form, by the one rule of every door (`WebForm.date`).
     static func checkDate(_ text: String, _ what: String) throws -> String {
-        do {
-            return try ReceiptFields.date(text)
-        } catch let error as FieldError {
-            throw ServerError.bad("the \(what) date: \(error.description)")
-        }
+        try ServerError.checking { try WebForm.date(text, what) }
     }
 
     func redirect(_ location: String) -> Response {

@@ -5,6 +5,7 @@ import MediaTypes
 import MultipartKit
 import NIOCore
 import ReceiptWire
+import WebForms
 
 /// Adding and editing receipts from the browser. Both end in `ServerStore.push`, the sync API's
 /// own write path: the role check, validation, a new change tag and sequence number, so every
@@ -23,7 +24,7 @@ extension WebRoutes {
             guard zone.role != .read else {
                 throw ServerError(.forbidden, "the account \(session.account.name) may read \(owner)/\(name) but not add receipts to it")
             }
-            guard let boundary = Self.boundary(request.headers[.contentType]) else {
+            guard let boundary = WebHeaders.boundary(request.headers[.contentType]) else {
                 throw ServerError.bad("the upload must be sent as multipart/form-data")
             }
             let receiver = WebUploadReceiver(store: catalog.blobs, session: session, limits: limits)
@@ -47,7 +48,7 @@ extension WebRoutes {
             }
             guard receiver.csrfChecked else { throw Self.crossSite }
             guard !receiver.files.isEmpty else { throw ServerError.bad("choose at least one photo or PDF to upload") }
-            let metadata = try WebMetadata(receiver.fields)
+            let metadata = try ServerError.checking { try WebMetadata(receiver.fields) }
             let now = ServerRules.now()
             var groups: [[WireAttachment]] = []
             let attachments = receiver.files.map {
@@ -92,7 +93,7 @@ extension WebRoutes {
         guard zone.role != .read else {
             throw ServerError(.forbidden, "the account \(session.account.name) may read \(owner)/\(name) but not edit its receipts")
         }
-        let metadata = try WebMetadata(fields)
+        let metadata = try ServerError.checking { try WebMetadata(fields) }
         let claims = try WebClaimFields(fields)
         // Only the form's fields change: the attachments stay as they are.
         var receipt = row.receipt
@@ -125,45 +126,6 @@ extension WebRoutes {
         default:
             throw ServerError.bad(result.results.first?.error ?? "the change was refused")
         }
-    }
-
-    /// The `boundary` parameter of a `multipart/form-data` content type.
-    static func boundary(_ contentType: String?) -> String? {
-        guard let contentType, contentType.lowercased().hasPrefix("multipart/form-data") else { return nil }
-        for parameter in contentType.split(separator: ";").dropFirst() {
-            let pair = parameter.trimmingCharacters(in: .whitespaces)
-            guard pair.lowercased().hasPrefix("boundary=") else { continue }
-            let value = pair.dropFirst("boundary=".count).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-            return (1...70).contains(value.utf8.count) ? value : nil
-        }
-        return nil
-    }
-}
-
-/// The metadata fields of the upload and edit forms, checked by the rules `receipt import` uses
-/// (`ReceiptFields`); an empty field is an absent value. Free text is kept as typed, blanks around it
-/// included, as the command line and a push keep it (so a save without a change changes nothing).
-struct WebMetadata {
-    var merchant, date, total, currency, category, note: String?
-
-    init(_ fields: [String: String]) throws {
-        func value(_ key: String, _ rule: (String) throws -> String) throws -> String? {
-            // A browser sends a textarea's line breaks as CRLF whatever it was given: stored as the
-            // LF the command line and the form's page use, so a save without a change changes nothing.
-            guard let text = fields[key]?.replacingOccurrences(of: "\r\n", with: "\n"), !text.isEmpty else { return nil }
-            do { return try rule(text) } catch let error as FieldError { throw ServerError.bad(error.description) }
-        }
-        merchant = try value("merchant") { try ReceiptFields.text($0, field: "merchant") }
-        date = try value("date", ReceiptFields.date)
-        total = try value("total", ReceiptFields.total)
-        currency = try value("currency", ReceiptFields.currency)
-        category = try value("category") { try ReceiptFields.text($0, field: "category") }
-        note = try value("note") { try ReceiptFields.text($0, field: "note") }
-    }
-
-    func receipt(attachments: [WireAttachment], tags: [String], createdAt: Int64, modifiedAt: Int64) -> WireReceipt {
-        WireReceipt(merchant: merchant, date: date, total: total, currency: currency, category: category, note: note,
-                    tags: tags, attachments: attachments, createdAt: createdAt, modifiedAt: modifiedAt)
     }
 }
 
@@ -202,9 +164,9 @@ final class WebUploadReceiver {
     func header(_ field: String, _ value: String) {
         switch field.lowercased() {
         case "content-disposition":
-            name = Self.parameter("name", in: value)
-            filename = Self.parameter("filename", in: value)
-            if let filename, error == nil { error = Self.refusal(ofFileName: filename) }
+            name = WebHeaders.parameter("name", in: value)
+            filename = WebHeaders.parameter("filename", in: value)
+            if let filename, error == nil { error = WebHeaders.refusal(ofFileName: filename).map { ServerError.bad($0.message) } }
         case "content-type":
             contentType = value.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
         default:
@@ -258,9 +220,9 @@ final class WebUploadReceiver {
             }
             do {
                 let type = mediaType(for: filename)
-                try DeclaredTypes.check(head.bytes, declared: type, what: "the file \(Self.safeName(filename))")
+                try DeclaredTypes.check(head.bytes, declared: type, what: "the file \(WebHeaders.safeName(filename))")
                 let staged = try incoming.finishAddressedByContent()
-                files.append(File(staged: staged, filename: Self.safeName(filename), mediaType: type))
+                files.append(File(staged: staged, filename: WebHeaders.safeName(filename), mediaType: type))
             } catch let refusal as ServerError {
                 incoming.discard()
                 error = refusal
@@ -292,39 +254,5 @@ final class WebUploadReceiver {
         let named: Set = ["image/jpeg", "image/png", "application/pdf", "image/heic", "image/webp"]
         if let type = MediaType.byFileName(filename), named.contains(type) { return type }
         return "application/octet-stream"
-    }
-
-    /// Why a file part's name cannot be kept (400), nil when it can: one with a NUL or `/` is a cut
-    /// string or a path, not a name, and the vault refuses it too (docs/PROTOCOL.md, "Web view").
-    static func refusal(ofFileName name: String) -> ServerError? {
-        guard name.utf8.contains(0) || name.contains("/") else { return nil }
-        let shown = name.replacingOccurrences(of: "\u{0}", with: "\\0").prefix(100)
-        return ServerError.bad("the file name \(shown) contains a NUL or '/': a file is sent under its name alone")
-    }
-
-    /// The name after its last `\` (a path as old Windows browsers send it), without control
-    /// characters, at most 255 bytes; `upload` when nothing is left.
-    static func safeName(_ name: String) -> String {
-        let last = name.split(separator: "\\").last.map(String.init) ?? ""
-        var cleaned = String(last.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) }.map(Character.init))
-        while cleaned.utf8.count > 255 { cleaned.removeLast() }
-        return cleaned.isEmpty || cleaned == "." || cleaned == ".." ? "upload" : cleaned
-    }
-
-    /// A parameter of a `Content-Disposition: form-data; name="..."; filename="..."` header, as
-    /// browsers send it (a quoted value with `"` sent as `%22`).
-    static func parameter(_ key: String, in header: String) -> String? {
-        var rest = Substring(header)
-        while let semicolon = rest.firstIndex(of: ";") {
-            rest = rest[rest.index(after: semicolon)...].drop(while: { $0 == " " })
-            guard rest.lowercased().hasPrefix(key + "=") else { continue }
-            let value = rest.dropFirst(key.count + 1)
-            if value.hasPrefix("\"") {
-                let body = value.dropFirst()
-                return String(body[..<(body.firstIndex(of: "\"") ?? body.endIndex)]).replacingOccurrences(of: "%22", with: "\"")
-            }
-            return String(value[..<(value.firstIndex(of: ";") ?? value.endIndex)])
-        }
-        return nil
     }
 }

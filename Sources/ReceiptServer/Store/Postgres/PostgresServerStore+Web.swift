@@ -2,6 +2,7 @@ import BlobStore
 import Foundation
 import PostgresNIO
 import ReceiptWire
+import WebForms
 
 /// The web view's passwords, sessions and reads in PostgreSQL: the same rules, hashes and answers
 /// as the embedded catalog's (PasswordRules.swift for the rules).

@@ -2,6 +2,7 @@ import BlobStore
 import Foundation
 import GRDB
 import ReceiptWire
+import WebForms
 
 /// The web view's reads. Every one starts with `requireZone`, the server's one authorization rule:
 /// a zone the account cannot read is "not found", exactly as in the sync API.
