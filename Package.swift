@@ -44,7 +44,8 @@ let package = Package(
 
         .target(name: "BlobStore", dependencies: ["CSHA", "CLZMA", "CFileOps"], swiftSettings: strict),
         .target(name: "ReceiptCatalog", dependencies: [
-            "BlobStore", .product(name: "GRDB", package: "GRDB.swift"),
+            // ReceiptWire for the one declaration of a receipt's fields (ReceiptFields, ReadableFields).
+            "BlobStore", "ReceiptWire", .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ], swiftSettings: strict),
         // How an export lays out its files (names, manifest.csv, the claim package, the zip), written once

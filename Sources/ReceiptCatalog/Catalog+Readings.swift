@@ -1,6 +1,7 @@
 import BlobStore
 import Foundation
 import GRDB
+import ReceiptWire
 
 /// What the vault read of one field from a receipt's text and has not had confirmed by a person: a
 /// value it filled in (`filled`), or one it only offers (a suggestion).
@@ -44,18 +45,7 @@ public struct ReceiptReading: Sendable, Equatable {
     }
 }
 
-extension Receipt {
-    /// A field a reading fills or suggests, by name (`merchant`, `date`, `total`, `currency`).
-    public func value(ofRead name: String) -> String? {
-        switch name {
-        case "merchant": merchant
-        case "date": date
-        case "total": total
-        case "currency": currency
-        default: nil
-        }
-    }
-}
+extension Receipt: ReadableFields {}
 
 /// Readings of receipts' texts, the merchant names a household gave a header line, and the day order
 /// a merchant prints (`v9-readings`).

@@ -17,10 +17,17 @@ public struct WireSuggestion: Codable, Sendable, Equatable, Hashable {
     }
 }
 
-extension WireReceipt {
-    /// The fields a reading fills or suggests.
-    public static let readFields = ["merchant", "date", "total", "currency"]
+/// The fields a reading fills or suggests, in every shape a receipt takes (the catalog's row, the
+/// wire's content): read by name in one place.
+public protocol ReadableFields {
+    var merchant: String? { get }
+    var date: String? { get }
+    var total: String? { get }
+    var currency: String? { get }
+}
 
+extension ReadableFields {
+    /// A field a reading fills or suggests, by name (`merchant`, `date`, `total`, `currency`).
     public func value(ofRead name: String) -> String? {
         switch name {
         case "merchant": merchant
@@ -30,6 +37,11 @@ extension WireReceipt {
         default: nil
         }
     }
+}
+
+extension WireReceipt: ReadableFields {
+    /// The fields a reading fills or suggests.
+    public static let readFields = ["merchant", "date", "total", "currency"]
 
     public mutating func set(read name: String, to value: String?) {
         switch name {
