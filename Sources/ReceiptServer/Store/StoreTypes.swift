@@ -2,7 +2,7 @@ import ReceiptWire
 
 /// The values the stores return, the same whichever database holds them.
 
-/// An authenticated caller.
+/// An authenticated account.
 public struct Account: Sendable, Equatable {
     public let id: Int64
     public let name: String
@@ -10,7 +10,7 @@ public struct Account: Sendable, Equatable {
     public let tokenID: Int64
 }
 
-/// A zone the caller can read, with the caller's role on it.
+/// A zone an account can read, with its role on it.
 struct VisibleZone: Sendable {
     let id: Int64
     let uid: String

@@ -2,30 +2,31 @@ import BlobStore
 import ReceiptWire
 import WebForms
 
-/// What the web view needs of a server catalog beyond the sync API's operations: password checks,
-/// sessions and the list's reads. Both catalogs implement it (the embedded SQLite one in
-/// Store/SQLite/ServerCatalog+Web*.swift, PostgreSQL's in PostgresServerStore+Web.swift), under
-/// the same `requireZone` rule as the sync API.
+/// What the web view needs of a server catalog beyond the sync API's storage: the password and
+/// session rows and the list's reads, each a query and no rule. Both catalogs implement it (the
+/// embedded SQLite one in Store/SQLite/ServerCatalog+Web*.swift, PostgreSQL's in
+/// PostgresServerStore+Web*.swift); who may read what, and the password and session rules, are
+/// decided once in Rules/WebRules.swift.
 protocol WebStore: ServerStore {
-    /// The account when `password` is its web password, else nil (an unknown account costs the same).
-    func checkPassword(account name: String, password: String) async throws -> Account?
-    /// Opens a session; returns the id to put in the cookie (only its hash is stored).
-    func openSession(for account: Account) async throws -> String
-    /// The live session with this cookie value.
-    func session(_ id: String) async throws -> WebSession?
-    func closeSession(_ id: String) async throws
+    /// The account named `name` with its stored web password hash; nil when it has no password.
+    func webPassword(account name: String) async throws -> (account: Account, hash: String)?
+    /// Deletes the sessions expired by `createdAt` and stores a new one.
+    func insertSession(idHash: String, account: Int64, csrf: String, createdAt: Int64, expiresAt: Int64) async throws
+    /// The session with this id hash that is live at `now`.
+    func session(idHash: String, liveAt now: Int64) async throws -> WebSession?
+    func deleteSession(idHash: String) async throws
 
-    func webZonePage(owner: String, name: String, filter: WebFilter, offset: Int, limit: Int,
-                     caller: Account) async throws -> WebZonePage
-    func webReceipt(owner: String, name: String, id: String, caller: Account) async throws -> (VisibleZone, WebReceiptRow)
-    func webZone(owner: String, name: String, caller: Account) async throws -> VisibleZone
+    /// One page of the zone's live receipts, with the count and the totals of every one `filter` matches.
+    func webZonePage(_ zone: VisibleZone, filter: WebFilter, offset: Int, limit: Int) async throws -> WebZonePage
+    /// The zone's live receipt `id`; nil when absent or deleted.
+    func webReceipt(zone: Int64, id: String) async throws -> WebReceiptRow?
     /// How many live receipts of the zone carry readings to review (`filled` or `suggestions`).
-    func webReviewCount(owner: String, name: String, caller: Account) async throws -> Int
+    func webReviewCount(zone: Int64) async throws -> Int
     /// The zone's review queue from `start` (ordered by id): its count, the receipt to review and
     /// its twins (same merchant, date, total and currency: a re-scan).
-    func webReviewQueue(owner: String, name: String, start: WebReviewStart, caller: Account) async throws -> WebReviewQueue
+    func webReviewQueue(_ zone: VisibleZone, start: WebReviewStart) async throws -> WebReviewQueue
     /// Of `blobs`, those a live receipt of the zone already attaches, each with one such receipt's id.
-    func webReceiptsAttaching(_ blobs: [String], owner: String, name: String, caller: Account) async throws -> [String: String]
+    func webReceiptsAttaching(_ blobs: [String], zone: Int64) async throws -> [String: String]
 }
 
 extension ServerCatalog: WebStore {}

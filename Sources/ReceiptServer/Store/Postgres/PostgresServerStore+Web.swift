@@ -4,92 +4,73 @@ import PostgresNIO
 import ReceiptWire
 import WebForms
 
-/// The web view's passwords, sessions and reads in PostgreSQL: the same rules, hashes and answers
-/// as the embedded catalog's (PasswordRules.swift for the rules).
+/// The web view's passwords, sessions and reads in PostgreSQL: the same rows and answers as the
+/// embedded catalog's (Rules/WebRules.swift decides who reads what).
 extension PostgresServerStore {
-    func checkPassword(account name: String, password: String) async throws -> Account? {
-        let row = try await transaction { db in
+    func webPassword(account name: String) async throws -> (account: Account, hash: String)? {
+        try await transaction { db in
             try await db.rows("""
                 SELECT a.id, a.name, p.hash FROM accounts a JOIN web_passwords p ON p.account_id = a.id WHERE a.name = \(name)
-                """).first.map { try $0.decode((Int64, String, String).self) }
+                """).first.map { row in
+                let (id, account, hash) = try row.decode((Int64, String, String).self)
+                return (Account(id: id, name: account, tokenID: 0), hash)
+            }
         }
-        guard let (id, account, hash) = row else {
-            _ = ServerRules.passwordMatches(password, stored: ServerRules.decoyHash)
-            return nil
-        }
-        guard ServerRules.passwordMatches(password, stored: hash) else { return nil }
-        return Account(id: id, name: account, tokenID: 0)
     }
 
-    func openSession(for account: Account) async throws -> String {
-        let id = SecureRandom.hex(32)
-        let hash = ServerRules.tokenHash(id), csrf = SecureRandom.hex(32)
+    func insertSession(idHash: String, account: Int64, csrf: String, createdAt: Int64, expiresAt: Int64) async throws {
         try await transaction { db in
-            let now = ServerRules.now()
-            try await db.run("DELETE FROM web_sessions WHERE expires_at <= \(now)")
+            try await db.run("DELETE FROM web_sessions WHERE expires_at <= \(createdAt)")
             try await db.run("""
                 INSERT INTO web_sessions(id_hash, account_id, csrf, created_at, expires_at)
-                VALUES (\(hash), \(account.id), \(csrf), \(now), \(now + ServerRules.sessionLifetimeMilliseconds))
+                VALUES (\(idHash), \(account), \(csrf), \(createdAt), \(expiresAt))
                 """)
         }
-        return id
     }
 
-    func session(_ id: String) async throws -> WebSession? {
-        guard id.utf8.count == 64 else { return nil }
-        let hash = ServerRules.tokenHash(id)
-        return try await transaction { db in
+    func session(idHash: String, liveAt now: Int64) async throws -> WebSession? {
+        try await transaction { db in
             guard let row = try await db.rows("""
                 SELECT a.id, a.name, s.csrf FROM web_sessions s JOIN accounts a ON a.id = s.account_id
-                WHERE s.id_hash = \(hash) AND s.expires_at > \(ServerRules.now())
+                WHERE s.id_hash = \(idHash) AND s.expires_at > \(now)
                 """).first else { return nil }
             let (accountID, name, csrf) = try row.decode((Int64, String, String).self)
             return WebSession(account: Account(id: accountID, name: name, tokenID: 0), csrf: csrf)
         }
     }
 
-    func closeSession(_ id: String) async throws {
-        let hash = ServerRules.tokenHash(id)
-        try await transaction { db in try await db.run("DELETE FROM web_sessions WHERE id_hash = \(hash)") }
+    func deleteSession(idHash: String) async throws {
+        try await transaction { db in try await db.run("DELETE FROM web_sessions WHERE id_hash = \(idHash)") }
     }
 
-    func webZone(owner: String, name: String, caller: Account) async throws -> VisibleZone {
-        try await transaction { db in try await Self.requireZone(db, owner: owner, name: name, caller: caller) }
-    }
-
-    func webReceiptsAttaching(_ blobs: [String], owner: String, name: String, caller: Account) async throws -> [String: String] {
+    func webReceiptsAttaching(_ blobs: [String], zone: Int64) async throws -> [String: String] {
         try await transaction { db in
-            let zone = try await Self.requireZone(db, owner: owner, name: name, caller: caller)
             var found: [String: String] = [:]
             for blob in blobs {
                 found[blob] = try await db.value("""
                     SELECT rb.record_id FROM record_blobs rb JOIN records r ON r.zone_id = rb.zone_id AND r.id = rb.record_id
-                    WHERE rb.sha256 = \(blob) AND rb.zone_id = \(zone.id) AND r.payload IS NOT NULL LIMIT 1
+                    WHERE rb.sha256 = \(blob) AND rb.zone_id = \(zone) AND r.payload IS NOT NULL LIMIT 1
                     """, as: String.self)
             }
             return found
         }
     }
 
-    func webReceipt(owner: String, name: String, id: String, caller: Account) async throws -> (VisibleZone, WebReceiptRow) {
-        guard WireName.isValidRecordID(id) else { throw ServerError.notFound("receipt \(id)") }
-        return try await transaction { db in
-            let zone = try await Self.requireZone(db, owner: owner, name: name, caller: caller)
+    func webReceipt(zone: Int64, id: String) async throws -> WebReceiptRow? {
+        try await transaction { db in
             guard let row = try await db.rows("""
-                SELECT change_tag, payload FROM records WHERE zone_id = \(zone.id) AND id = \(id) AND payload IS NOT NULL
-                """).first else { throw ServerError.notFound("receipt \(id)") }
+                SELECT change_tag, payload FROM records WHERE zone_id = \(zone) AND id = \(id) AND payload IS NOT NULL
+                """).first else { return nil }
             let (tag, payload) = try row.decode((String, String).self)
             let receipt = try JSONDecoder().decode(WireReceipt.self, from: Data(payload.utf8))
-            return (zone, WebReceiptRow(id: id, changeTag: tag, receipt: receipt))
+            return WebReceiptRow(id: id, changeTag: tag, receipt: receipt)
         }
     }
 
     /// One page from `web_rows` (the date index), then those records' payloads; the count and
     /// totals of every match in one grouped pass.
-    func webZonePage(owner: String, name: String, filter: WebFilter, offset: Int, limit: Int,
-                     caller: Account) async throws -> WebZonePage {
+    func webZonePage(_ zone: VisibleZone, filter: WebFilter, offset: Int, limit: Int) async throws -> WebZonePage {
         try await transaction { db in
-            let zone = try await Self.requireZone(db, owner: owner, name: name, caller: caller)
             var binds = PostgresBindings()
             var clauses: [String] = []
             // Every `?` of a clause stands for its one value, numbered after the binds before it.

@@ -12,24 +12,20 @@ extension PostgresServerStore {
         PostgresQuery(unsafeSQL: "CREATE INDEX records_to_review ON records(zone_id, id) WHERE \(hasReadings)"),
     ]
 
-    func webReviewCount(owner: String, name: String, caller: Account) async throws -> Int {
-        try await transaction { db in
-            let zone = try await Self.requireZone(db, owner: owner, name: name, caller: caller)
-            return try await Self.reviewCount(db, zone)
-        }
+    func webReviewCount(zone: Int64) async throws -> Int {
+        try await transaction { db in try await Self.reviewCount(db, zone) }
     }
 
-    static func reviewCount(_ db: PostgresConnection, _ zone: VisibleZone) async throws -> Int {
+    static func reviewCount(_ db: PostgresConnection, _ zone: Int64) async throws -> Int {
         var binds = PostgresBindings()
-        binds.append(zone.id)
+        binds.append(zone)
         return Int(try await db.value(PostgresQuery(unsafeSQL: "SELECT count(*) FROM records WHERE zone_id = $1 AND \(hasReadings)",
                                                     binds: binds), as: Int64.self) ?? 0)
     }
 
-    func webReviewQueue(owner: String, name: String, start: WebReviewStart, caller: Account) async throws -> WebReviewQueue {
+    func webReviewQueue(_ zone: VisibleZone, start: WebReviewStart) async throws -> WebReviewQueue {
         try await transaction { db in
-            let zone = try await Self.requireZone(db, owner: owner, name: name, caller: caller)
-            let count = try await Self.reviewCount(db, zone)
+            let count = try await Self.reviewCount(db, zone.id)
             var binds = PostgresBindings()
             binds.append(zone.id)
             binds.append(start.id)

@@ -2,13 +2,8 @@ import BlobStore
 import PostgresNIO
 import ReceiptWire
 
-/// The web's zone lookup and the usage sum (QuotaRules.swift says what counts) in PostgreSQL.
+/// The usage sum (QuotaRules.swift says what counts) in PostgreSQL.
 extension PostgresServerStore {
-    /// The web view's reads (PostgresServerStore+Web.swift) find their zone as the rules do.
-    static func requireZone(_ db: PostgresConnection, owner: String, name: String, caller: Account) async throws -> VisibleZone {
-        try await ServerRules.requireZone(PostgresTransaction(db: db), owner: owner, name: name, caller: caller).visible
-    }
-
     static func usage(_ db: PostgresConnection, accountID: Int64) async throws -> StorageUse {
         guard let row = try await db.rows("""
             SELECT (SELECT COALESCE(SUM(b.size), 0)::BIGINT FROM blobs b WHERE b.sha256 IN (

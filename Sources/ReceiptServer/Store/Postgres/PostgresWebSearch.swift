@@ -40,7 +40,7 @@ enum PostgresWebSearch {
         $$
         """,
         // Every word a phrase of its lexemes, the last a prefix; all words required. A word with no
-        // lexeme is left out (the caller passes only words with a letter or a digit).
+        // lexeme is left out (`webZonePage` passes only words with a letter or a digit).
         """
         CREATE FUNCTION receipt_web_query(words text[]) RETURNS tsquery LANGUAGE sql STABLE AS $$
             SELECT coalesce(string_agg('(' || q::text || ':*)', ' & '), '')::tsquery

@@ -24,51 +24,36 @@ extension ServerCatalog {
         }
     }
 
-    /// The account when `password` is its web password, else nil. An unknown account costs the same
-    /// hashing work as a known one (its name's existence is not disclosed by timing).
-    func checkPassword(account name: String, password: String) async throws -> Account? {
-        let row = try await pool.read { db in
+    func webPassword(account name: String) async throws -> (account: Account, hash: String)? {
+        try await pool.read { db in
             try Row.fetchOne(db, sql: """
                 SELECT a.id, a.name, p.hash FROM accounts a JOIN webPasswords p ON p.accountID = a.id WHERE a.name = ?
-                """, arguments: [name]).map { (id: $0["id"] as Int64, name: $0["name"] as String, hash: $0["hash"] as String) }
+                """, arguments: [name]).map { (Account(id: $0["id"], name: $0["name"], tokenID: 0), $0["hash"]) }
         }
-        guard let row else {
-            _ = ServerRules.passwordMatches(password, stored: ServerRules.decoyHash)
-            return nil
-        }
-        guard ServerRules.passwordMatches(password, stored: row.hash) else { return nil }
-        return Account(id: row.id, name: row.name, tokenID: 0)
     }
 
-    /// Opens a session; returns the id to put in the cookie (only its hash is stored).
-    func openSession(for account: Account) async throws -> String {
-        let id = SecureRandom.hex(32)
+    func insertSession(idHash: String, account: Int64, csrf: String, createdAt: Int64, expiresAt: Int64) async throws {
         try await pool.write { db in
-            let now = ServerRules.now()
-            try db.execute(sql: "DELETE FROM webSessions WHERE expiresAt <= ?", arguments: [now])
+            try db.execute(sql: "DELETE FROM webSessions WHERE expiresAt <= ?", arguments: [createdAt])
             try db.execute(sql: """
                 INSERT INTO webSessions(idHash, accountID, csrf, createdAt, expiresAt) VALUES (?, ?, ?, ?, ?)
-                """, arguments: [ServerRules.tokenHash(id), account.id, SecureRandom.hex(32), now,
-                                 now + ServerRules.sessionLifetimeMilliseconds])
+                """, arguments: [idHash, account, csrf, createdAt, expiresAt])
         }
-        return id
     }
 
-    /// The live session with this cookie value: its account and CSRF token.
-    func session(_ id: String) async throws -> WebSession? {
-        guard id.utf8.count == 64 else { return nil }
-        return try await pool.read { db in
+    func session(idHash: String, liveAt now: Int64) async throws -> WebSession? {
+        try await pool.read { db in
             guard let row = try Row.fetchOne(db, sql: """
                 SELECT a.id, a.name, s.csrf FROM webSessions s JOIN accounts a ON a.id = s.accountID
                 WHERE s.idHash = ? AND s.expiresAt > ?
-                """, arguments: [ServerRules.tokenHash(id), ServerRules.now()]) else { return nil }
+                """, arguments: [idHash, now]) else { return nil }
             return WebSession(account: Account(id: row["id"], name: row["name"], tokenID: 0), csrf: row["csrf"])
         }
     }
 
-    func closeSession(_ id: String) async throws {
+    func deleteSession(idHash: String) async throws {
         try await pool.write { db in
-            try db.execute(sql: "DELETE FROM webSessions WHERE idHash = ?", arguments: [ServerRules.tokenHash(id)])
+            try db.execute(sql: "DELETE FROM webSessions WHERE idHash = ?", arguments: [idHash])
         }
     }
 }

@@ -4,8 +4,7 @@ import GRDB
 import ReceiptWire
 import WebForms
 
-/// The web view's reads. Every one starts with `requireZone`, the server's one authorization rule:
-/// a zone the account cannot read is "not found", exactly as in the sync API.
+/// The web view's reads of a zone the rules (Rules/WebRules.swift) have found the account may read.
 extension ServerCatalog {
     /// `webRows` holds, per live record, the columns the receipt list filters, sorts and sums by,
     /// kept by triggers on `records` (so every write path, sync or web, keeps it current without
@@ -86,10 +85,8 @@ extension ServerCatalog {
 
     /// One page of the zone's live receipts, newest added first (or by date), with the count and
     /// the totals of every receipt the filter matches (one pass over `webRows`, no JSON parsed).
-    func webZonePage(owner: String, name: String, filter: WebFilter, offset: Int, limit: Int,
-                     caller: Account) async throws -> WebZonePage {
+    func webZonePage(_ zone: VisibleZone, filter: WebFilter, offset: Int, limit: Int) async throws -> WebZonePage {
         try await pool.read { db in
-            let zone = try Self.requireZone(db, owner: owner, name: name, caller: caller)
             var clauses = ["w.zoneID = ?"]
             var arguments: StatementArguments = [zone.id]
             func add(_ sql: String, _ values: [(any DatabaseValueConvertible)?]) {
@@ -134,37 +131,27 @@ extension ServerCatalog {
         }
     }
 
-    /// A live receipt of a zone the caller can read, with the zone; not found otherwise (absent, deleted
-    /// or not readable: the same answer).
-    func webReceipt(owner: String, name: String, id: String, caller: Account) async throws -> (VisibleZone, WebReceiptRow) {
-        guard WireName.isValidRecordID(id) else { throw ServerError.notFound("receipt \(id)") }
-        return try await pool.read { db in
-            let zone = try Self.requireZone(db, owner: owner, name: name, caller: caller)
+    func webReceipt(zone: Int64, id: String) async throws -> WebReceiptRow? {
+        try await pool.read { db in
             guard let row = try Row.fetchOne(db, sql: """
                 SELECT changeTag, payload FROM records WHERE zoneID = ? AND id = ? AND payload IS NOT NULL
-                """, arguments: [zone.id, id]) else { throw ServerError.notFound("receipt \(id)") }
+                """, arguments: [zone, id]) else { return nil }
             let payload: String = row["payload"]
             let receipt = try JSONDecoder().decode(WireReceipt.self, from: Data(payload.utf8))
-            return (zone, WebReceiptRow(id: id, changeTag: row["changeTag"], receipt: receipt))
+            return WebReceiptRow(id: id, changeTag: row["changeTag"], receipt: receipt)
         }
     }
 
-    func webReceiptsAttaching(_ blobs: [String], owner: String, name: String, caller: Account) async throws -> [String: String] {
+    func webReceiptsAttaching(_ blobs: [String], zone: Int64) async throws -> [String: String] {
         try await pool.read { db in
-            let zone = try Self.requireZone(db, owner: owner, name: name, caller: caller)
             var found: [String: String] = [:]
             for blob in blobs {
                 found[blob] = try String.fetchOne(db, sql: """
                     SELECT rb.recordID FROM recordBlobs rb JOIN records r ON r.zoneID = rb.zoneID AND r.id = rb.recordID
                     WHERE rb.sha256 = ? AND rb.zoneID = ? AND r.payload IS NOT NULL LIMIT 1
-                    """, arguments: [blob, zone.id])
+                    """, arguments: [blob, zone])
             }
             return found
         }
-    }
-
-    /// The zone as the caller sees it (not found when it cannot read it).
-    func webZone(owner: String, name: String, caller: Account) async throws -> VisibleZone {
-        try await pool.read { db in try Self.requireZone(db, owner: owner, name: name, caller: caller) }
     }
 }

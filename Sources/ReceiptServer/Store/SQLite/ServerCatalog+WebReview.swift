@@ -18,22 +18,18 @@ extension ServerCatalog {
         }
     }
 
-    func webReviewCount(owner: String, name: String, caller: Account) async throws -> Int {
-        try await pool.read { db in
-            let zone = try Self.requireZone(db, owner: owner, name: name, caller: caller)
-            return try Self.reviewCount(db, zone)
-        }
+    func webReviewCount(zone: Int64) async throws -> Int {
+        try await pool.read { db in try Self.reviewCount(db, zone) }
     }
 
-    static func reviewCount(_ db: Database, _ zone: VisibleZone) throws -> Int {
+    static func reviewCount(_ db: Database, _ zone: Int64) throws -> Int {
         try Int.fetchOne(db, sql: "SELECT count(*) FROM records INDEXED BY records_to_review WHERE zoneID = ? AND \(hasReadings)",
-                         arguments: [zone.id]) ?? 0
+                         arguments: [zone]) ?? 0
     }
 
-    func webReviewQueue(owner: String, name: String, start: WebReviewStart, caller: Account) async throws -> WebReviewQueue {
+    func webReviewQueue(_ zone: VisibleZone, start: WebReviewStart) async throws -> WebReviewQueue {
         try await pool.read { db in
-            let zone = try Self.requireZone(db, owner: owner, name: name, caller: caller)
-            let count = try Self.reviewCount(db, zone)
+            let count = try Self.reviewCount(db, zone.id)
             guard let row = try Row.fetchOne(db, sql: """
                 SELECT id, changeTag, payload FROM records INDEXED BY records_to_review
                 WHERE zoneID = ? AND id \(start.inclusive ? ">=" : ">") ? AND \(Self.hasReadings) ORDER BY id LIMIT 1
