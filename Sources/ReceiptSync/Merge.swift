@@ -52,9 +52,10 @@ public enum ReceiptMerge {
             if let localWins { return localWins ? lv : sv }
             return greater(lv, sv) ? lv : sv
         }
-        func text(_ k: KeyPath<WireReceipt, String?>) -> String? {
-            pick(base.map { $0[keyPath: k] }, l[keyPath: k], s[keyPath: k]) { a, b in (a ?? "") > (b ?? "") || (b == nil && a != nil) }
+        func text(_ b: String??, _ lv: String?, _ sv: String?) -> String? {
+            pick(b, lv, sv) { a, b in (a ?? "") > (b ?? "") || (b == nil && a != nil) }
         }
+        func text(_ k: KeyPath<WireReceipt, String?>) -> String? { text(base.map { $0[keyPath: k] }, l[keyPath: k], s[keyPath: k]) }
         var m = l
         for name in WireReceipt.readFields {
             let lv = l.value(ofRead: name), sv = s.value(ofRead: name)
@@ -62,7 +63,7 @@ public enum ReceiptMerge {
             if lv != sv, l.isFilled(name) != s.isFilled(name), let typed = l.isFilled(name) ? sv : lv {
                 m.set(read: name, to: typed)
             } else {
-                m.set(read: name, to: pick(base.map { $0.value(ofRead: name) }, lv, sv) { a, b in (a ?? "") > (b ?? "") || (b == nil && a != nil) })
+                m.set(read: name, to: text(base.map { $0.value(ofRead: name) }, lv, sv))
             }
         }
         mergeReadings(base: base, local: l, server: s, into: &m) { b, lv, sv in pick(b, lv, sv) { $0.value > $1.value } }
