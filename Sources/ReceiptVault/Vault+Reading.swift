@@ -60,7 +60,7 @@ extension Vault {
                             let name = proposal.field.rawValue
                             guard receipt.value(ofRead: name) == nil else { continue }
                             let fill = proposal.fills && (try? Self.canonical(proposal.field, proposal.value)) != nil
-                            if fill { Self.set(name, to: proposal.value, in: &receipt) }
+                            if fill { receipt.set(read: name, to: proposal.value) }
                             filledNow = filledNow || fill
                             reading.fields[name] = FieldReading(value: proposal.value, confidence: proposal.confidence,
                                                                 line: proposal.line, filled: fill)
@@ -100,7 +100,7 @@ extension Vault {
                 for name in names {
                     guard let field = reading.fields[name] else { continue }
                     if !field.filled, receipt.value(ofRead: name) == nil {
-                        Self.set(name, to: try Self.canonical(ReadField(rawValue: name)!, field.value), in: &receipt)
+                        receipt.set(read: name, to: try Self.canonical(ReadField(rawValue: name)!, field.value))
                         changed = true
                     }
                     try Self.learn(w, name: name, reading: field, confirmed: receipt.value(ofRead: name) ?? field.value,
@@ -122,7 +122,7 @@ extension Vault {
     func confirmReading(_ w: CatalogWriter, _ receipt: Receipt, setting changes: ReceiptMetadata) throws {
         let db = w.db
         guard let row = try Catalog.receiptRow(db, id: receipt.id), var reading = try Catalog.readings(db, ofRows: [row])[row] else { return }
-        for name in Self.readFields.map(\.rawValue) where Self.value(of: name, in: changes) != nil {
+        for name in Self.readFields.map(\.rawValue) where changes.value(ofRead: name) != nil {
             guard let field = reading.fields[name] else { continue }
             if let value = receipt.value(ofRead: name) {
                 try Self.learn(w, name: name, reading: field, confirmed: value, merchant: receipt.merchant ?? reading.fields["merchant"]?.value)
@@ -226,26 +226,6 @@ extension Vault {
         case .date: return try Validate.date(value)
         case .total, .tax: return try Validate.total(value)
         case .currency: return try Validate.currency(value)
-        }
-    }
-
-    static func value(of name: String, in m: ReceiptMetadata) -> String? {
-        switch name {
-        case "merchant": return m.merchant
-        case "date": return m.date
-        case "total": return m.total
-        case "currency": return m.currency
-        default: return nil
-        }
-    }
-
-    static func set(_ name: String, to value: String, in r: inout Receipt) {
-        switch name {
-        case "merchant": r.merchant = value
-        case "date": r.date = value
-        case "total": r.total = value
-        case "currency": r.currency = value
-        default: break
         }
     }
 }

@@ -2,6 +2,7 @@ import BlobStore
 import Foundation
 import GRDB
 import ReceiptCatalog
+import ReceiptWire
 
 /// Metadata given by the user; nil fields are left as they are (edit) or absent (import).
 public struct ReceiptMetadata: Sendable, Equatable {
@@ -61,6 +62,8 @@ public struct ReceiptMetadata: Sendable, Equatable {
         if let reimbursedOn { r.reimbursedOn = reimbursedOn.isEmpty ? nil : reimbursedOn }
     }
 }
+
+extension ReceiptMetadata: ReadableFields {}
 
 extension Vault {
     /// Receipts matching `filter`, oldest date first (undated last), then by id.

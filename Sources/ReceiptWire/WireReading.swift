@@ -18,12 +18,12 @@ public struct WireSuggestion: Codable, Sendable, Equatable, Hashable {
 }
 
 /// The fields a reading fills or suggests, in every shape a receipt takes (the catalog's row, the
-/// wire's content): read by name in one place.
+/// wire's content, an edit's metadata): read and set by name in one place.
 public protocol ReadableFields {
-    var merchant: String? { get }
-    var date: String? { get }
-    var total: String? { get }
-    var currency: String? { get }
+    var merchant: String? { get set }
+    var date: String? { get set }
+    var total: String? { get set }
+    var currency: String? { get set }
 }
 
 extension ReadableFields {
@@ -37,12 +37,8 @@ extension ReadableFields {
         default: nil
         }
     }
-}
 
-extension WireReceipt: ReadableFields {
-    /// The fields a reading fills or suggests.
-    public static let readFields = ["merchant", "date", "total", "currency"]
-
+    /// Sets a field a reading fills or suggests, by name; another name changes nothing.
     public mutating func set(read name: String, to value: String?) {
         switch name {
         case "merchant": merchant = value
@@ -52,6 +48,11 @@ extension WireReceipt: ReadableFields {
         default: break
         }
     }
+}
+
+extension WireReceipt: ReadableFields {
+    /// The fields a reading fills or suggests.
+    public static let readFields = ["merchant", "date", "total", "currency"]
 
     public func isFilled(_ name: String) -> Bool { filled?.contains(name) == true }
 
