@@ -23,7 +23,7 @@ public struct ExtractedText: Codable, Sendable, Equatable {
 /// alias, a confirmed day order is remembered for the merchant.
 extension Vault {
     /// The fields a reading may fill, in the order they are read.
-    static let readFields: [ReadField] = [.merchant, .date, .total, .currency]
+    static let readFields: [ReadField] = WireReceipt.readFields.compactMap(ReadField.init(rawValue:))
 
     /// Reads the receipts that hold one of `blobs` (whose text was just stored) in writable zones.
     /// Returns how many receipts had a field filled or suggested.
