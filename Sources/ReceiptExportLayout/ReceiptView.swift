@@ -62,6 +62,9 @@ public struct ReceiptView: Codable, Sendable, Equatable {
                   category: r.category, note: r.note, tags: r.tags,
                   attachments: r.attachments.map { File(sha256: $0.sha256, filename: $0.filename, size: $0.size, mediaType: $0.mediaType) },
                   status: r.status ?? ClaimStatus.none.rawValue, claim: r.claim, reimbursedOn: r.reimbursedOn)
+        // As the vault's view: a filled field that holds a value, a suggestion for a field still blank.
+        filled = (r.filled ?? []).filter { r.value(ofRead: $0) != nil }.sorted()
+        suggestions = (r.suggestions ?? [:]).filter { r.value(ofRead: $0.key) == nil }
     }
 
     enum CodingKeys: String, CodingKey {

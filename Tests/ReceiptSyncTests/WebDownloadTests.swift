@@ -57,6 +57,31 @@ class WebDownloadTests: HouseholdTestCase {
         XCTAssertTrue(bad.body.contains("2025-02-30"), bad.body)
     }
 
+    /// A receipt read by one vault keeps its readings in the web's download: `receipts.json` is the
+    /// vault export's, `filled` and `suggestions` included (real Tesseract on a Fixtures photo).
+    func testADownloadListsWhatTheVaultReadAsItsExportDoes() async throws {
+        let h = try await Household.start(["alice", "bob"])
+        defer { Task { await h.shutdown() } }
+        let alice = h["alice"]
+        try await alice.ok(["config", "locale", "en-US"])
+        try await alice.ok(["share", "personal", "bob", "--role", "read"])
+        try await alice.ok(["import", ReadingSyncTests.photo])
+        _ = try await alice.sync()
+
+        var web = try await browser(h, signedInAs: "bob")
+        let answer = try await web.get("/z/alice/personal/download?as=zip")
+        checkEqual(answer.status, 200, answer.body)
+        let fromWeb = try unzip(try h.folder.write("web.zip", answer.bytes), into: h.folder.file("web"))
+        let exported = h.folder.file("cli.zip")
+        try await alice.ok(["export", exported, "--zip", "--zone", "personal"])
+        let fromCLI = try unzip(exported, into: h.folder.file("cli"))
+        let listed = try XCTUnwrap(try JSONSerialization.jsonObject(with: XCTUnwrap(fromWeb["receipts.json"])) as? [[String: Any]])
+        XCTAssertEqual(listed.first?["filled"] as? [String], ["currency", "date", "total"])
+        XCTAssertNotNil((listed.first?["suggestions"] as? [String: Any])?["merchant"], "\(listed)")
+        XCTAssertEqual(String(decoding: fromWeb["receipts.json"] ?? Data(), as: UTF8.self),
+                       String(decoding: fromCLI["receipts.json"] ?? Data(), as: UTF8.self))
+    }
+
     /// The `href` of the link whose text is `text`.
     static func link(in page: String, named text: String) -> String? {
         guard let end = page.range(of: "\">\(text)</a>") else { return nil }
