@@ -20,6 +20,15 @@ public enum Validate {
         return status.rawValue
     }
 
+    /// A scope's dates and status in their canonical form, or the error naming the first bad one.
+    public static func scope(_ scope: ReceiptScope) throws -> ReceiptScope {
+        var scope = scope
+        scope.from = try scope.from.map(date)
+        scope.to = try scope.to.map(date)
+        scope.status = try scope.status.map(status)
+        return scope
+    }
+
     /// An ISO 4217 currency code, upper-cased.
     public static func currency(_ text: String) throws -> String { try rule { try ReceiptFields.currency(text) } }
 

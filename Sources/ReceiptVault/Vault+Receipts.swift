@@ -77,14 +77,10 @@ extension Vault {
     /// `chunk` receipts and their files, not the vault's (the filter is checked before the first).
     public func forEachListed(_ filter: ReceiptScope = ReceiptScope(), chunk: Int = 256,
                               _ body: (ReceiptView) throws -> Void) throws {
-        let from = try filter.from.map(Validate.date)
-        let to = try filter.to.map(Validate.date)
-        let status = try filter.status.map(Validate.status)
+        let scope = try Validate.scope(filter)
         try wrapped {
             try catalog.read { db in
-                if let zone = filter.zone { _ = try requireZone(db, zone) }
-                let scope = ReceiptScope(zone: filter.zone, from: from, to: to, merchant: filter.merchant,
-                                         category: filter.category, status: status)
+                if let zone = scope.zone { _ = try requireZone(db, zone) }
                 var pending: [Receipt] = []
                 var rows: [Int64] = []
                 pending.reserveCapacity(chunk)

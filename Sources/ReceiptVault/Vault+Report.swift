@@ -44,10 +44,7 @@ extension Vault {
     /// Groups the receipts of `scope` by `grouping` and currency. Amounts are summed as exact
     /// decimals (`ExactSum`); rows are read one at a time, so memory grows with the groups only.
     public func report(scope: ReceiptScope = ReceiptScope(), by grouping: ReportGrouping = .category) throws -> Report {
-        var scope = scope
-        scope.from = try scope.from.map(Validate.date)
-        scope.to = try scope.to.map(Validate.date)
-        scope.status = try scope.status.map(Validate.status)
+        let scope = try Validate.scope(scope)
         return try wrapped {
             try catalog.read { db in
                 if let zone = scope.zone { _ = try requireZone(db, zone) }

@@ -34,10 +34,7 @@ extension Vault {
     public func search(_ text: String, scope: ReceiptScope = ReceiptScope(), limit: Int = 20) throws -> [SearchResult] {
         guard limit > 0 else { throw VaultError.bad("invalid --limit \(limit): give 1 or more") }
         let query = try SearchQuery(text)
-        var scope = scope
-        scope.from = try scope.from.map(Validate.date)
-        scope.to = try scope.to.map(Validate.date)
-        scope.status = try scope.status.map(Validate.status)
+        let scope = try Validate.scope(scope)
         return try wrapped {
             try catalog.read { db in
                 if let zone = scope.zone { _ = try requireZone(db, zone) }

@@ -104,8 +104,13 @@ final class CommandsTests: CLITestCase {
         // Text output: one line per receipt.
         let text = try receipt("list")
         XCTAssertEqual(text.stdout.split(separator: "\n").count, 3)
-        try assertRefused(["list", "--from", "2025-02-30"], mentioning: "invalid date '2025-02-30'")
-        try assertRefused(["list", "--zone", "nope"], mentioning: "no zone 'nope'")
+        // One scope rule for list, search and report.
+        for command in [["list"], ["search", "acme"], ["report"]] {
+            try assertRefused(command + ["--from", "2025-02-30"], mentioning: "invalid date '2025-02-30'")
+            try assertRefused(command + ["--to", "2025-13-01"], mentioning: "invalid date '2025-13-01'")
+            try assertRefused(command + ["--status", "maybe"], mentioning: "invalid status 'maybe'")
+            try assertRefused(command + ["--zone", "nope"], mentioning: "no zone 'nope'")
+        }
     }
 
     func testShowAcceptsAUniquePrefixOfEightCharacters() throws {
