@@ -20,6 +20,12 @@ final class FsckReceiptIDTests: XCTestCase {
             try db.execute(sql: "UPDATE receipts SET id = 'not-a-receipt-id' WHERE rowNumber = ?", arguments: [row])
             try db.execute(sql: "PRAGMA ignore_check_constraints = OFF")
         }
+        // Elsewhere the row is refused in one line that sends to fsck, not listed nor trapped on.
+        XCTAssertThrowsError(try vault.list()) { error in
+            XCTAssertEqual((error as? VaultError)?.kind, .unusableVault, "\(error)")
+            XCTAssertEqual("\(error)", "the catalog holds a damaged row (could not decode ReceiptID from database value "
+                + "\"not-a-receipt-id\"): run `receipt fsck` to find it")
+        }
         let path = vault.path
         try vault.close()
         for quick in [true, false] {
