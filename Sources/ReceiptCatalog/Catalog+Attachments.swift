@@ -11,7 +11,7 @@ public struct AttachedFile: Sendable, Equatable {
 
 /// The `attachments` table. New attachments are inserted by `CatalogWriter.insertAttachment`.
 extension Catalog {
-    public static func attachments(_ db: Database, of receiptID: String) throws -> [Attachment] {
+    public static func attachments(_ db: Database, of receiptID: ReceiptID) throws -> [Attachment] {
         try Attachment.fetchAll(db.cachedStatement(sql: """
             SELECT r.id AS receiptID, a.sha256, a.filename, a.mediaType, a.position
             FROM receipts r JOIN attachments a ON a.receiptRow = r.rowNumber WHERE r.id = ? ORDER BY a.position
@@ -20,7 +20,7 @@ extension Catalog {
 
     /// The files of these receipts, by receipt id (that of the receipt whose row they are keyed by,
     /// not the copy they keep, which fsck checks), each in position order.
-    public static func files(_ db: Database, of receiptIDs: [String]) throws -> [String: [AttachedFile]] {
+    public static func files(_ db: Database, of receiptIDs: [ReceiptID]) throws -> [ReceiptID: [AttachedFile]] {
         guard !receiptIDs.isEmpty else { return [:] }
         return try files(db, filesSQL(receipt: "r.id", join: "JOIN receipts r ON r.rowNumber = a.receiptRow", where: byIDs(receiptIDs.count)),
                          StatementArguments(receiptIDs))
@@ -88,16 +88,16 @@ extension Catalog {
 
     /// The position after the receipt's last attachment (0 when it has none). A cached statement:
     /// a manifest asks this once per row.
-    public static func nextPosition(_ db: Database, receiptID: String) throws -> Int {
+    public static func nextPosition(_ db: Database, receiptID: ReceiptID) throws -> Int {
         (try Int.fetchOne(db.cachedStatement(sql: "SELECT max(position) FROM attachments WHERE receiptRow = (SELECT rowNumber FROM receipts WHERE id = ?)"),
                           arguments: [receiptID]) ?? -1) + 1
     }
 
     /// The receipt of `zone` that already holds this content under this file name, if any.
-    public static func receipt(_ db: Database, holding id: BlobID, named filename: String, inZone zone: String) throws -> String? {
+    public static func receipt(_ db: Database, holding id: BlobID, named filename: String, inZone zone: String) throws -> ReceiptID? {
         // CROSS JOIN keeps SQLite on the blob index: joining from receipts scans the whole zone per file.
         // A cached statement: a manifest asks this once per row.
-        try String.fetchOne(db.cachedStatement(sql: """
+        try ReceiptID.fetchOne(db.cachedStatement(sql: """
             SELECT r.id FROM attachments a CROSS JOIN receipts r ON r.rowNumber = a.receiptRow
             WHERE a.sha256 = ? AND a.filename = ? AND r.zone = ? LIMIT 1
             """), arguments: [id.hex, filename, zone])
@@ -130,7 +130,7 @@ extension CatalogWriter {
 
     /// Makes the receipt hold exactly these files, in this order (a version pulled from the server;
     /// every blob must have its row already).
-    public func replaceAttachments(of receiptID: String, with files: [(sha256: BlobID, filename: String, mediaType: String)]) throws {
+    public func replaceAttachments(of receiptID: ReceiptID, with files: [(sha256: BlobID, filename: String, mediaType: String)]) throws {
         try requireTriggers("replaceAttachments")
         // Prepared once: these fire the search index's triggers, which preparing compiles in (a pull of
         // 5,000 receipts spent a third of its time preparing these two).

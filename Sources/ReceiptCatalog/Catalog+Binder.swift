@@ -34,13 +34,15 @@ final class RowStatements {
         return db.changesCount
     }
 
-    /// The first column of the first row of a query taking one text argument, as text (nil: no row,
-    /// or NULL).
-    static func text(_ db: Database, _ sql: String, _ argument: String) throws -> String? {
+    /// The first column of the first row of a query taking the arguments `bind` binds, as text (nil:
+    /// no row, or NULL).
+    static func text(_ db: Database, _ sql: String, _ bind: (inout RowBinder) -> Void) throws -> String? {
         let handle = try db.cachedStatement(sql: sql).sqliteStatement
         sqlite3_reset(handle)
         defer { sqlite3_reset(handle) }
-        var code = sqlite3_bind_text(handle, 1, argument, -1, RowBinder.transient)
+        var binder = RowBinder(handle: handle)
+        bind(&binder)
+        var code = binder.failure
         if code == SQLITE_OK { code = sqlite3_step(handle) }
         switch code {
         case SQLITE_ROW:

@@ -26,6 +26,8 @@ public struct CatalogCheckSnapshot: Sendable {
     public var unrecorded: [BlobFile] = []
     /// Blob rows whose address or encoding is not valid, as stored.
     public var badRows: [(sha256: String, encoding: String)] = []
+    /// Receipt rows whose id is no receipt id (a UUID), as stored: row number → id.
+    public var malformedReceiptIDs: [(row: Int64, id: String)] = []
     /// Attachments whose blob row is absent: address → receipts.
     public var dangling: [String: [String]] = [:]
     /// Failing foreign keys, but attachment → blob (those are the `dangling` ones).
@@ -85,6 +87,9 @@ extension Catalog {
                     s.rows.append(CheckedBlobRow(id: id, size: row[1], storedSize: row[2], encoding: encoding, inline: false))
                 }
             }
+            s.malformedReceiptIDs = try Row.fetchAll(db, sql: """
+                SELECT rowNumber, CAST(id AS TEXT) FROM receipts WHERE typeof(id) != 'text' OR id NOT GLOB '\(Self.uuidPattern)'
+                """).map { ($0[0], $0[1] ?? "") }
             let recorded = try db.makeStatement(sql: "SELECT 1 FROM blobs WHERE sha256 = ?")
             for file in files {
                 guard let id = file.id, try Bool.fetchOne(recorded, arguments: [id.hex]) == nil else { continue }
@@ -123,6 +128,9 @@ extension Catalog {
             return s
         }
     }
+
+    /// A UUID's text, either case, as a GLOB pattern (one scan of the ids in SQL, no row read out).
+    static let uuidPattern = [8, 4, 4, 4, 12].map { String(repeating: "[0-9a-fA-F]", count: $0) }.joined(separator: "-")
 
     /// Receipts attachments name that the catalog lacks (in the attachments' key order).
     private static func attachmentsWithoutReceipt(_ db: Database) throws -> [String] {
@@ -172,7 +180,7 @@ extension CatalogWriter {
     /// A receipt that carries only a note (one fsck recovered), unless present, with its outbox entry.
     /// `row`: the row number its attachments name, for a receipt whose row was lost (`receiptRow(ofLost:)`);
     /// nil for a new receipt.
-    public func insertRecoveredReceipt(id: String, zone: String, note: String, row: Int64? = nil) throws {
+    public func insertRecoveredReceipt(id: ReceiptID, zone: String, note: String, row: Int64? = nil) throws {
         try requireTriggers("insertRecoveredReceipt")
         try db.execute(sql: """
             INSERT OR IGNORE INTO receipts(rowNumber, id, zone, note, createdAt, modifiedAt) VALUES (?, ?, ?, ?, ?, ?)
@@ -183,7 +191,7 @@ extension CatalogWriter {
 
     /// The row number the attachments of a receipt whose row is gone name. A scan of the attachments
     /// (the id they keep is not indexed): once per lost receipt, in a repair.
-    public func receiptRow(ofLost id: String) throws -> Int64? {
+    public func receiptRow(ofLost id: ReceiptID) throws -> Int64? {
         try Int64.fetchOne(db, sql: """
             SELECT receiptRow FROM attachments WHERE receiptID = ? AND receiptRow NOT IN (SELECT rowNumber FROM receipts) LIMIT 1
             """, arguments: [id])

@@ -32,7 +32,7 @@ final class Ledger {
     /// the largest rowid plus one, so they are usually one range, indexed by one statement.
     private var fresh: (first: Int64, last: Int64, count: Int)?
     /// The receipt inserted last: an attachment to it (an import's common case) changes no document.
-    private var lastAdded: String?
+    private var lastAdded: ReceiptID?
 
     /// The tables whose triggers a ledgered transaction replaces.
     static let tables = ["receipts", "attachments", "blobs"]
@@ -45,7 +45,7 @@ final class Ledger {
         newBlobs.insert(blob.id)
     }
 
-    func addedReceipt(_ id: String, rowid: Int64) {
+    func addedReceipt(_ id: ReceiptID, rowid: Int64) {
         counts.receipts += 1
         pending[rowid] = true
         lastAdded = id
@@ -59,7 +59,7 @@ final class Ledger {
     /// Before the receipt's indexed fields or attachments change: a receipt indexed before this
     /// transaction loses its document while the index can still be told what it was (the index holds
     /// no copy: `SearchIndex`), and is indexed again when the transaction settles.
-    func changing(_ id: String, _ db: Database) throws {
+    func changing(_ id: ReceiptID, _ db: Database) throws {
         if id == lastAdded { return }
         guard let rowid = try Int64.fetchOne(db.cachedStatement(sql: "SELECT rowNumber FROM receipts WHERE id = ?"), arguments: [id]),
               pending[rowid] == nil else { return }
@@ -67,7 +67,7 @@ final class Ledger {
         pending[rowid] = false
     }
 
-    func addedAttachment(receiptID: String, blob: BlobID) {
+    func addedAttachment(receiptID: ReceiptID, blob: BlobID) {
         counts.attachments += 1
         attached[blob, default: 0] += 1
     }

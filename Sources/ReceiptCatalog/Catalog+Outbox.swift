@@ -1,12 +1,13 @@
+import BlobStore
 import GRDB
 
 /// The outbox (table `changes`): local mutations of receipts a sync has not pushed yet. Its one
 /// writer is `CatalogWriter`, so an entry is always written in the transaction of its change (I6).
 extension CatalogWriter {
     /// The outbox entry of a receipt this transaction changed (by the verbs that change receipts).
-    func recordChange(_ receiptID: String, zone: String, _ kind: Change.Kind, at: Millis? = nil) throws {
+    func recordChange(_ receiptID: ReceiptID, zone: String, _ kind: Change.Kind, at: Millis? = nil) throws {
         _ = try statements.run(3, "INSERT INTO changes(receiptID, zone, kind, at) VALUES (?, ?, ?, ?)", db) {
-            $0.text(receiptID)
+            $0.receiptID(receiptID)
             $0.text(zone)
             $0.text(kind.rawValue)
             $0.int(at ?? now)
@@ -14,12 +15,12 @@ extension CatalogWriter {
     }
 
     /// An entry of an unreadable catalog's outbox, carried into the rebuilt one.
-    public func restoreChange(_ receiptID: String, zone: String, _ kind: Change.Kind, at: Millis?) throws {
+    public func restoreChange(_ receiptID: ReceiptID, zone: String, _ kind: Change.Kind, at: Millis?) throws {
         try recordChange(receiptID, zone: zone, kind, at: at)
     }
 
     /// Ensures the outbox holds an entry for the receipt (a merged version the server has not seen).
-    public func recordChangeUnlessPending(_ receiptID: String, zone: String, _ kind: Change.Kind) throws {
+    public func recordChangeUnlessPending(_ receiptID: ReceiptID, zone: String, _ kind: Change.Kind) throws {
         if try Outbox.hasPending(db, receiptID) { return }
         try recordChange(receiptID, zone: zone, kind)
     }
@@ -48,7 +49,7 @@ extension CatalogWriter {
     }
 
     /// Removes the receipt's entries up to `seq` (pushed), or all of them (`seq` nil: settled by a merge).
-    public func settle(_ receiptID: String, through seq: Int64? = nil) throws {
+    public func settle(_ receiptID: ReceiptID, through seq: Int64? = nil) throws {
         if let seq {
             try db.cachedStatement(sql: "DELETE FROM changes WHERE receiptID = ? AND seq <= ?").execute(arguments: [receiptID, seq])
         } else {
@@ -64,14 +65,14 @@ extension CatalogWriter {
 
 /// Reads of the outbox.
 public enum Outbox {
-    public static func hasPending(_ db: Database, _ receiptID: String) throws -> Bool {
+    public static func hasPending(_ db: Database, _ receiptID: ReceiptID) throws -> Bool {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM changes WHERE receiptID = ?)"),
                           arguments: [receiptID]) ?? false
     }
 
     /// An outbox entry: the receipt, its zone when it changed, the entry's number.
     public struct Entry: Sendable, Equatable {
-        public var receiptID: String
+        public var receiptID: ReceiptID
         public var zone: String
         public var seq: Int64
     }
@@ -94,7 +95,7 @@ public enum Outbox {
     }
 
     /// The latest entry of each of these receipts that has one, oldest first.
-    public static func pending(_ db: Database, of receiptIDs: [String]) throws -> [Entry] {
+    public static func pending(_ db: Database, of receiptIDs: [ReceiptID]) throws -> [Entry] {
         guard !receiptIDs.isEmpty else { return [] }
         return try entries(db, sql: """
             SELECT c.receiptID, c.zone, max(c.seq) FROM changes c
@@ -103,6 +104,8 @@ public enum Outbox {
     }
 
     private static func entries(_ db: Database, sql: String, _ arguments: StatementArguments) throws -> [Entry] {
-        try Row.fetchAll(db, sql: sql, arguments: arguments).map { Entry(receiptID: $0[0], zone: $0[1], seq: $0[2]) }
+        try Row.fetchAll(db, sql: sql, arguments: arguments).map {
+            Entry(receiptID: try $0.decode(atIndex: 0), zone: try $0.decode(atIndex: 1), seq: try $0.decode(atIndex: 2))
+        }
     }
 }

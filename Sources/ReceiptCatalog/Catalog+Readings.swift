@@ -84,7 +84,7 @@ extension Catalog {
     }
 
     /// The reading of the receipt `id`, if it has one.
-    public static func reading(_ db: Database, receiptID id: String) throws -> ReceiptReading? {
+    public static func reading(_ db: Database, receiptID id: ReceiptID) throws -> ReceiptReading? {
         try Row.fetchOne(db.cachedStatement(sql: """
             SELECT rr.extractor, rr.fields FROM receiptReadings rr JOIN receipts r ON r.rowNumber = rr.receiptRow WHERE r.id = ?
             """), arguments: [id]).map { try reading(extractor: $0[0], json: $0[1]) }
@@ -97,14 +97,14 @@ extension Catalog {
     }
 
     /// Receipts (row number, id) one of whose files is one of `blobs`.
-    public static func receiptRows(_ db: Database, withBlobs blobs: [BlobID]) throws -> [(row: Int64, id: String)] {
-        var out: [Int64: String] = [:]
+    public static func receiptRows(_ db: Database, withBlobs blobs: [BlobID]) throws -> [(row: Int64, id: ReceiptID)] {
+        var out: [Int64: ReceiptID] = [:]
         for start in stride(from: 0, to: blobs.count, by: 500) {
             let part = Array(blobs[start..<min(start + 500, blobs.count)])
             for row in try Row.fetchAll(db, sql: """
                 SELECT DISTINCT a.receiptRow, a.receiptID FROM attachments a WHERE a.sha256 IN (\(placeholders(part.count)))
                 """, arguments: StatementArguments(part)) {
-                out[row[0]] = row[1]
+                out[try row.decode(atIndex: 0)] = try row.decode(atIndex: 1)
             }
         }
         return out.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
@@ -127,7 +127,7 @@ extension Catalog {
     }
 
     /// The row number of a receipt.
-    public static func receiptRow(_ db: Database, id: String) throws -> Int64? {
+    public static func receiptRow(_ db: Database, id: ReceiptID) throws -> Int64? {
         try Int64.fetchOne(db, sql: "SELECT rowNumber FROM receipts WHERE id = ?", arguments: [id])
     }
 
@@ -149,11 +149,11 @@ extension CatalogWriter {
     public func setReading(_ reading: ReceiptReading, row: Int64) throws {
         guard try writeReading(reading, row: row),
               let receipt = try Row.fetchOne(db, sql: "SELECT id, zone FROM receipts WHERE rowNumber = ?", arguments: [row]) else { return }
-        try recordChange(receipt[0], zone: receipt[1], .upsert)
+        try recordChange(try receipt.decode(atIndex: 0), zone: try receipt.decode(atIndex: 1), .upsert)
     }
 
     /// The reading of a receipt pulled from the server (which has it: no outbox entry).
-    public func savePulledReading(_ reading: ReceiptReading, receiptID id: String) throws {
+    public func savePulledReading(_ reading: ReceiptReading, receiptID id: ReceiptID) throws {
         guard let row = try Catalog.receiptRow(db, id: id) else { return }
         _ = try writeReading(reading, row: row)
     }

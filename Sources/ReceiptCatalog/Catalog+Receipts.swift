@@ -1,3 +1,4 @@
+import BlobStore
 import GRDB
 
 /// The `receipts` table. A local change of a receipt writes its outbox entry in the same
@@ -6,17 +7,17 @@ extension Catalog {
     /// Prepared once per connection, as every per-row lookup of the catalog: preparing a statement runs
     /// GRDB's authorizer over each column it reads, which for a sync of thousands of receipts was a
     /// sixth of its time (docs/DESIGN.md, "Statements prepared once").
-    public static func receipt(_ db: Database, _ id: String) throws -> Receipt? {
+    public static func receipt(_ db: Database, _ id: ReceiptID) throws -> Receipt? {
         try Receipt.fetchOne(db.cachedStatement(sql: "SELECT \(Receipt.selection) FROM receipts r WHERE r.id = ?"), arguments: [id])
     }
 
     /// The zone of a receipt, through SQLite's C API (a large manifest asks once a row).
-    public static func zone(_ db: Database, ofReceipt id: String) throws -> String? {
-        try RowStatements.text(db, "SELECT zone FROM receipts WHERE id = ?", id)
+    public static func zone(_ db: Database, ofReceipt id: ReceiptID) throws -> String? {
+        try RowStatements.text(db, "SELECT zone FROM receipts WHERE id = ?") { $0.receiptID(id) }
     }
 
     /// The receipts with these ids that exist, in no particular order.
-    public static func receipts(_ db: Database, ids: [String]) throws -> [Receipt] {
+    public static func receipts(_ db: Database, ids: [ReceiptID]) throws -> [Receipt] {
         // By id, not by primary key: the key is the row number (`ReceiptRows`).
         guard !ids.isEmpty else { return [] }
         return try Receipt.fetchAll(db, sql: "SELECT \(Receipt.selection) FROM receipts r WHERE r.id IN (\(placeholders(ids.count)))",
@@ -42,9 +43,9 @@ extension Catalog {
         while let row = try undated.next() { try body(Receipt(row: row), row.decode(atIndex: number)) }
     }
 
-    /// Up to two ids starting with `prefix` (a unique prefix names one receipt).
-    public static func receiptIDs(_ db: Database, prefixed prefix: String) throws -> [String] {
-        try String.fetchAll(db, sql: "SELECT id FROM receipts WHERE id >= ? AND id < ? LIMIT 2",
+    /// Up to two ids starting with `prefix` (a unique prefix names one receipt; lowercase, as ids are written).
+    public static func receiptIDs(_ db: Database, prefixed prefix: String) throws -> [ReceiptID] {
+        try ReceiptID.fetchAll(db, sql: "SELECT id FROM receipts WHERE id >= ? AND id < ? LIMIT 2",
                             arguments: [prefix, prefix + "\u{FFFF}"])
     }
 
@@ -91,13 +92,13 @@ extension CatalogWriter {
     }
 
     /// Deletes the receipt (its attachments by cascade); its blobs stay until gc.
-    public func removeReceipt(_ id: String, zone: String) throws {
+    public func removeReceipt(_ id: ReceiptID, zone: String) throws {
         try deleteReceipt(id)
         try recordChange(id, zone: zone, .delete)
     }
 
     /// Sets the receipt's modification time to this transaction's (it gained an attachment).
-    public func touchReceipt(_ id: String, zone: String) throws {
+    public func touchReceipt(_ id: ReceiptID, zone: String) throws {
         try db.execute(sql: "UPDATE receipts SET modifiedAt = ? WHERE id = ?", arguments: [now, id])
         try recordChange(id, zone: zone, .upsert)
     }
@@ -113,7 +114,7 @@ extension CatalogWriter {
     }
 
     /// Deletes the receipt the server deleted.
-    public func deletePulled(_ id: String) throws {
+    public func deletePulled(_ id: ReceiptID) throws {
         try deleteReceipt(id)
     }
 }
@@ -149,7 +150,7 @@ extension CatalogWriter {
         String(decoding: try Receipt.databaseJSONEncoder(for: "tags").encode(tags), as: UTF8.self)
     }
 
-    func deleteReceipt(_ id: String) throws {
+    func deleteReceipt(_ id: ReceiptID) throws {
         try requireTriggers("deleteReceipt")
         try db.execute(sql: "DELETE FROM receipts WHERE id = ?", arguments: [id])
     }

@@ -1,3 +1,4 @@
+import BlobStore
 import GRDB
 
 /// Which receipts a search, a report or a list considers.
@@ -35,7 +36,7 @@ public struct ReceiptScope: Sendable, Equatable {
 
 /// One receipt a search found.
 public struct SearchHit: Sendable, Equatable {
-    public var receiptID: String
+    public var receiptID: ReceiptID
     /// Higher is better.
     public var score: Double
     /// A few words around the best match, the matched words in [brackets].
@@ -86,7 +87,7 @@ extension Catalog {
         for row in snippetRows {
             snippets[row[0]] = (row[1] as String? ?? "").split(whereSeparator: \.isNewline).joined(separator: " ")
         }
-        return rows.map { SearchHit(receiptID: $0["id"], score: $0["score"], snippet: snippets[$0["rid"]] ?? "") }
+        return try rows.map { SearchHit(receiptID: try $0.decode(forColumn: "id"), score: $0["score"], snippet: snippets[$0["rid"]] ?? "") }
     }
 
     /// Receipts in `scope` whose total is one of `totals` (exact strings) and, when `match` is given,
@@ -112,9 +113,9 @@ extension Catalog {
             WHERE r.total IN (\(placeholders(totals.count))) AND \(filter) \(textCondition)
             ORDER BY score DESC, r.date DESC, r.id LIMIT ?
             """, arguments: arguments)
-        return rows.map { row in
+        return try rows.map { row in
             let amount = [row["total"] as String?, row["currency"] as String?].compactMap { $0 }.joined(separator: " ")
-            return SearchHit(receiptID: row["id"], score: row["score"], snippet: "total [\(amount)]")
+            return SearchHit(receiptID: try row.decode(forColumn: "id"), score: row["score"], snippet: "total [\(amount)]")
         }
     }
 

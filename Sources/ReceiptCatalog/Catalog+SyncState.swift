@@ -1,3 +1,4 @@
+import BlobStore
 import GRDB
 
 /// What a sync last agreed with the server about a receipt (table `syncState`).
@@ -15,7 +16,7 @@ public struct SyncStateRow: Sendable, Equatable {
 }
 
 extension Catalog {
-    public static func syncState(_ db: Database, _ receiptID: String) throws -> SyncStateRow? {
+    public static func syncState(_ db: Database, _ receiptID: ReceiptID) throws -> SyncStateRow? {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT zone, changeTag, base FROM syncState WHERE receiptID = ?"),
                                          arguments: [receiptID]) else { return nil }
         return SyncStateRow(zone: row["zone"], changeTag: row["changeTag"], base: row["base"])
@@ -23,7 +24,7 @@ extension Catalog {
 }
 
 extension CatalogWriter {
-    public func setSyncState(_ receiptID: String, _ state: SyncStateRow) throws {
+    public func setSyncState(_ receiptID: ReceiptID, _ state: SyncStateRow) throws {
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO syncState(receiptID, zone, changeTag, base) VALUES (?, ?, ?, ?)")
             .execute(arguments: [receiptID, state.zone, state.changeTag, state.base])
     }

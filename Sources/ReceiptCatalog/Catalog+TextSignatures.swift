@@ -1,3 +1,4 @@
+import BlobStore
 import Foundation
 import GRDB
 
@@ -86,12 +87,12 @@ extension Catalog {
     }
 
     /// Receipt ids by row number.
-    public static func receiptIDs(_ db: Database, rows: [Int64]) throws -> [Int64: String] {
+    public static func receiptIDs(_ db: Database, rows: [Int64]) throws -> [Int64: ReceiptID] {
         guard !rows.isEmpty else { return [:] }
-        var out: [Int64: String] = [:]
+        var out: [Int64: ReceiptID] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT rowNumber, id FROM receipts WHERE rowNumber IN (\(placeholders(rows.count)))",
                                     arguments: StatementArguments(rows)) {
-            out[row[0]] = row[1]
+            out[try row.decode(atIndex: 0)] = try row.decode(atIndex: 1)
         }
         return out
     }

@@ -69,7 +69,8 @@ extension CatalogWriter {
     func insertReceipt(_ r: Receipt, tagsJSON: String) throws {
         // Bound in the order of `Receipt.columnNames`.
         _ = try statements.run(1, Self.insertReceiptSQL, db) {
-            for text in [r.id, r.zone, r.merchant, r.date, r.total, r.currency, r.category, r.note, tagsJSON] { $0.text(text) }
+            $0.receiptID(r.id)
+            for text in [r.zone, r.merchant, r.date, r.total, r.currency, r.category, r.note, tagsJSON] { $0.text(text) }
             $0.int(r.createdAt)
             $0.int(r.modifiedAt)
             for text in [r.status, r.claim, r.reimbursedOn] { $0.text(text) }
@@ -83,7 +84,7 @@ extension CatalogWriter {
     /// Attaches a blob (whose row must exist) to a receipt (which must exist); false when the receipt
     /// already holds it. Only the key's conflict is ignored: a missing receipt fails NOT NULL, a missing
     /// blob the foreign key.
-    public func insertAttachment(receiptID: String, blob: BlobID, size: Int64, filename: String, mediaType: String,
+    public func insertAttachment(receiptID: ReceiptID, blob: BlobID, size: Int64, filename: String, mediaType: String,
                                  position: Int) throws -> Bool {
         try ledger?.changing(receiptID, db)
         let inserted = try statements.run(2, """
@@ -91,7 +92,7 @@ extension CatalogWriter {
             VALUES ((SELECT rowNumber FROM receipts WHERE id = ?1), ?1, ?2, ?3, ?4, ?5, ?6)
             ON CONFLICT (receiptRow, sha256) DO NOTHING
             """, db) {
-            $0.text(receiptID)
+            $0.receiptID(receiptID)
             $0.text(blob.hex)
             $0.text(filename)
             $0.text(mediaType)

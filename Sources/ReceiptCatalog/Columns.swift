@@ -23,6 +23,28 @@ extension BlobID: DatabaseValueConvertible, StatementColumnConvertible {
     }
 }
 
+/// A receipt id is stored as its lowercase text (the one place that says so: a 16-byte column would
+/// change only this); a row holding anything else is corrupt (fsck reports it, `Catalog.malformedReceiptIDs`).
+extension ReceiptID: DatabaseValueConvertible, StatementColumnConvertible {
+    public var databaseValue: DatabaseValue { text.databaseValue }
+
+    public static func fromDatabaseValue(_ dbValue: DatabaseValue) -> ReceiptID? {
+        String.fromDatabaseValue(dbValue).flatMap(ReceiptID.init)
+    }
+
+    /// Read from the statement's column text in place (no `String` per id: `list` reads one per receipt).
+    public init?(sqliteStatement: SQLiteStatement, index: CInt) {
+        guard sqlite3_column_type(sqliteStatement, index) == SQLITE_TEXT,
+              let text = sqlite3_column_text(sqliteStatement, index) else { return nil }
+        self.init(utf8: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(sqliteStatement, index))))
+    }
+}
+
+extension RowBinder {
+    /// A receipt id, bound as the column stores it (`ReceiptID`'s `databaseValue`).
+    public mutating func receiptID(_ id: ReceiptID) { text(id.text) }
+}
+
 extension BlobEncoding: DatabaseValueConvertible {}
 
 /// What this vault's account may do in a zone: its own zones are `owner`; a zone shared with it is

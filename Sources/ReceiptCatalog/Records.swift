@@ -16,7 +16,7 @@ public func nowMillis() -> Millis {
 /// receipt does not carry, so GRDB's `update`/`save`/`delete` would look for the wrong key; the
 /// catalog writes receipts by id (`CatalogWriter`).
 public struct Receipt: Codable, Sendable, Equatable, FetchableRecord, EncodableRecord {
-    public var id: String
+    public var id: ReceiptID
     public var zone: String
     public var merchant: String?
     public var date: String?
@@ -34,7 +34,7 @@ public struct Receipt: Codable, Sendable, Equatable, FetchableRecord, EncodableR
     /// The day it was reimbursed (YYYY-MM-DD).
     public var reimbursedOn: String?
 
-    public init(id: String, zone: String, merchant: String? = nil, date: String? = nil, total: String? = nil,
+    public init(id: ReceiptID, zone: String, merchant: String? = nil, date: String? = nil, total: String? = nil,
                 currency: String? = nil, category: String? = nil, note: String? = nil, tags: [String] = [],
                 createdAt: Millis, modifiedAt: Millis, status: String = ClaimStatus.none.rawValue,
                 claim: String? = nil, reimbursedOn: String? = nil) {
@@ -97,13 +97,13 @@ public enum ClaimStatus: String, Sendable, CaseIterable, Codable {
 
 /// A blob attached to a receipt under a file name. A receipt holds a given blob at most once.
 public struct Attachment: Codable, Sendable, Equatable, FetchableRecord {
-    public var receiptID: String
+    public var receiptID: ReceiptID
     public var sha256: BlobID
     public var filename: String
     public var mediaType: String
     public var position: Int
 
-    public init(receiptID: String, sha256: BlobID, filename: String, mediaType: String, position: Int) {
+    public init(receiptID: ReceiptID, sha256: BlobID, filename: String, mediaType: String, position: Int) {
         self.receiptID = receiptID
         self.sha256 = sha256
         self.filename = filename
@@ -191,12 +191,12 @@ public struct Zone: Codable, Sendable, Equatable, FetchableRecord, PersistableRe
 public struct Change: Codable, Sendable, Equatable, FetchableRecord, MutablePersistableRecord {
     public static let databaseTableName = "changes"
     public var seq: Int64?
-    public var receiptID: String
+    public var receiptID: ReceiptID
     public var zone: String
     public var kind: Kind
     public var at: Millis
 
-    public init(receiptID: String, zone: String, kind: Kind, at: Millis) {
+    public init(receiptID: ReceiptID, zone: String, kind: Kind, at: Millis) {
         self.receiptID = receiptID
         self.zone = zone
         self.kind = kind

@@ -28,7 +28,7 @@ struct DupsCommand: ParsableCommand {
         if groups.isEmpty { return Output.line("no possible duplicates") }
         for group in groups {
             Output.line("\(group.reason.padding(toLength: 12, withPad: " ", startingAt: 0)) "
-                + group.receipts.map { String($0.prefix(8)) }.joined(separator: "  "))
+                + group.receipts.map(\.short).joined(separator: "  "))
         }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BlobStore
 import Foundation
 import ReceiptCatalog
 import ReceiptVault
@@ -77,7 +78,7 @@ struct ImportCommand: ParsableCommand {
             }
             // Lines go out as each batch commits, not all at the end: memory stays flat with the row count.
             var text = ""
-            var added = Set<String>()
+            var added = Set<ReceiptID>()
             let summary: ManifestSummary
             do {
                 summary = try vault.importManifestStreamed(manifest, zone: zone, progress: update) { item in
@@ -133,16 +134,16 @@ struct ImportCommand: ParsableCommand {
 
     /// Receipts each of `added` may duplicate; a failure to look reports none (the import stands).
     /// A manifest's rows (`createdSince`: when it started) are looked up in the vault's groups, in one pass.
-    static func possibleDuplicates(of added: Set<String>, _ vault: Vault, createdSince: Millis? = nil) -> [String: [String]] {
+    static func possibleDuplicates(of added: Set<ReceiptID>, _ vault: Vault, createdSince: Millis? = nil) -> [ReceiptID: [ReceiptID]] {
         guard !added.isEmpty else { return [:] }
         if let createdSince { return (try? vault.possibleDuplicates(amongGroupsOf: added, createdSince: createdSince)) ?? [:] }
         return (try? vault.possibleDuplicates(of: added.sorted())) ?? [:]
     }
 
     /// One line per new receipt that may duplicate others (import, a manifest's import, watch).
-    static func printDuplicates(_ found: [String: [String]]) {
+    static func printDuplicates(_ found: [ReceiptID: [ReceiptID]]) {
         for (id, others) in found.sorted(by: { $0.key < $1.key }) {
-            Output.line("\(id.prefix(8))  may duplicate \(others.map { String($0.prefix(8)) }.joined(separator: ", "))"
+            Output.line("\(id.short)  may duplicate \(others.map(\.short).joined(separator: ", "))"
                 + " (`receipt dups` lists them; nothing was removed)")
         }
     }
@@ -204,7 +205,7 @@ func renderFailures(_ failed: [FailedFile]) throws {
 extension ImportCommand {
     /// One added file as the text output shows it.
     static func line(_ item: ImportedFile) -> String {
-        "\(item.id.prefix(8))  \(item.path)\(item.deduplicated ? "  (content already stored)" : "")\n"
+        "\(item.id.short)  \(item.path)\(item.deduplicated ? "  (content already stored)" : "")\n"
     }
 }
 
@@ -218,7 +219,7 @@ final class JSONReportSpool {
     private var count = 0
     private var pending = Data()
     /// The new receipts among the rows (their possible duplicates are looked up at the end).
-    private(set) var added = Set<String>()
+    private(set) var added = Set<ReceiptID>()
 
     init(in folder: String) throws {
         var template = Array((folder + "/receipt-report-XXXXXX").utf8CString)
@@ -241,7 +242,7 @@ final class JSONReportSpool {
 
     /// Prints the whole document: the envelope as the encoder writes it, the rows spliced in, each new
     /// one with the receipts it may duplicate.
-    func print(failed: [FailedFile], duplicates: [String: [String]]) throws {
+    func print(failed: [FailedFile], duplicates: [ReceiptID: [ReceiptID]]) throws {
         try flush()
         let envelope = String(decoding: try encoder.encode(ImportReport(failed: failed)), as: UTF8.self)
         let emptyImported = "\"imported\" : [\n\n  ]\n}"

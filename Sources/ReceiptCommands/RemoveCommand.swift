@@ -1,4 +1,5 @@
 import ArgumentParser
+import BlobStore
 import ReceiptVault
 
 struct RemoveCommand: ParsableCommand {
@@ -8,7 +9,7 @@ struct RemoveCommand: ParsableCommand {
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("Receipt ids or prefixes.", valueName: "id")) var ids: [String]
 
-    struct Result: Encodable { let removed: [String] }
+    struct Result: Encodable { let removed: [ReceiptID] }
 
     func validate() throws {
         if ids.isEmpty { throw ValidationError("give the receipts to delete") }

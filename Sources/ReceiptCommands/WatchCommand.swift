@@ -1,4 +1,5 @@
 import ArgumentParser
+import BlobStore
 import Foundation
 import ReceiptInbox
 import ReceiptVault
@@ -97,7 +98,7 @@ final class WatchDisplay {
     /// Blobs of the receipts imported since the last extraction of their text.
     private var unindexed: Set<String> = []
     /// Receipts imported since their possible duplicates were last looked for.
-    private var unchecked: Set<String> = []
+    private var unchecked: Set<ReceiptID> = []
 
     init(dir: String, json: Bool, announce: String?) {
         self.dir = dir
@@ -114,10 +115,10 @@ final class WatchDisplay {
             report.imported.append(item)
             unindexed.insert(item.sha256)
             unchecked.insert(item.id)
-            line = "imported   \(item.id.prefix(8))  \(path)\(moved)"
+            line = "imported   \(item.id.short)  \(path)\(moved)"
         case .duplicate(let sha256, let receipt):
             report.duplicates.append(.init(path: outcome.path, sha256: sha256))
-            line = "duplicate  \(receipt.prefix(8))  \(path)\(outcome.movedTo.map { " -> " + shown($0) } ?? "")"
+            line = "duplicate  \(receipt.short)  \(path)\(outcome.movedTo.map { " -> " + shown($0) } ?? "")"
         case .failed(let error):
             report.failed.append(.init(path: outcome.path, error: error))
             line = "failed     \(path): \(error)\(outcome.movedTo.map { " -> " + shown($0) } ?? "")"

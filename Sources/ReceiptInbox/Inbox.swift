@@ -12,7 +12,7 @@ public struct InboxOutcome: Sendable {
         /// A new receipt (import's shape).
         case imported(ImportedFile)
         /// Its bytes were already a receipt of the zone: no receipt was added.
-        case duplicate(sha256: String, receipt: String)
+        case duplicate(sha256: String, receipt: ReceiptID)
         case failed(String)
     }
 

@@ -23,7 +23,7 @@ enum LocalStore {
     }
 
     /// A receipt's current content with its zone, or nil when it does not exist locally.
-    static func content(_ db: Database, _ id: String) throws -> (zone: String, receipt: WireReceipt)? {
+    static func content(_ db: Database, _ id: ReceiptID) throws -> (zone: String, receipt: WireReceipt)? {
         guard let r = try Catalog.receipt(db, id) else { return nil }
         let attachments = (try Catalog.files(db, of: [id])[id] ?? []).map {
             WireAttachment(sha256: $0.sha256.hex, size: $0.size, filename: $0.filename, mediaType: $0.mediaType)
@@ -64,7 +64,7 @@ enum LocalStore {
 
     /// Makes the local receipt `id` in `zone` hold `content` (nil: deletes it). Every blob it
     /// references must already be in the catalog.
-    static func apply(_ w: CatalogWriter, id: String, zone: String, content: WireReceipt?) throws {
+    static func apply(_ w: CatalogWriter, id: ReceiptID, zone: String, content: WireReceipt?) throws {
         guard let content else {
             try w.deletePulled(id)
             return
@@ -92,21 +92,21 @@ enum LocalStore {
         var base: WireReceipt?
     }
 
-    static func state(_ db: Database, _ id: String) throws -> SyncState? {
+    static func state(_ db: Database, _ id: ReceiptID) throws -> SyncState? {
         guard let row = try Catalog.syncState(db, id) else { return nil }
         return SyncState(zone: row.zone, changeTag: row.changeTag, base: decode(row.base))
     }
 
-    static func setState(_ w: CatalogWriter, _ id: String, zone: String, tag: String, base: WireReceipt?) throws {
+    static func setState(_ w: CatalogWriter, _ id: ReceiptID, zone: String, tag: String, base: WireReceipt?) throws {
         try w.setSyncState(id, SyncStateRow(zone: zone, changeTag: tag, base: try encode(base)))
     }
 
-    static func hasPending(_ db: Database, _ id: String) throws -> Bool {
+    static func hasPending(_ db: Database, _ id: ReceiptID) throws -> Bool {
         try Outbox.hasPending(db, id)
     }
 
     /// Ensures the outbox holds an entry for `id` (a merged version the server has not seen yet).
-    static func ensurePending(_ w: CatalogWriter, _ id: String, zone: String, deleted: Bool) throws {
+    static func ensurePending(_ w: CatalogWriter, _ id: ReceiptID, zone: String, deleted: Bool) throws {
         try w.recordChangeUnlessPending(id, zone: zone, deleted ? .delete : .upsert)
     }
 

@@ -1,3 +1,4 @@
+import BlobStore
 import GRDB
 import ReceiptCatalog
 import ReceiptVault
@@ -8,6 +9,7 @@ extension SyncEngine {
     struct Outgoing {
         var zone: ZoneRef
         var seq: Int64
+        var id: ReceiptID
         var record: WirePushRecord
     }
 
@@ -18,7 +20,7 @@ extension SyncEngine {
     /// sync (after the outbox's last entry when it started) wait for the next one, as before.
     func push(_ zones: [ZoneRef]) async throws {
         let byName = Dictionary(zones.map { ($0.local, $0) }, uniquingKeysWith: { a, _ in a })
-        var refused = Set<String>()
+        var refused = Set<ReceiptID>()
         guard let last = try vault.catalogRead({ try Outbox.lastSeq($0) }) else { return }
         var after = Int64.min
         while true {
@@ -31,7 +33,7 @@ extension SyncEngine {
     }
 
     /// Pushes one page of outbox entries, and the merges of its conflicts (up to three rounds).
-    private func push(_ page: [Outbox.Entry], zones byName: [String: ZoneRef], refused: inout Set<String>) async throws {
+    private func push(_ page: [Outbox.Entry], zones byName: [String: ZoneRef], refused: inout Set<ReceiptID>) async throws {
         var entries = page
         for _ in 0..<3 {
             try checkNotWiping()
@@ -39,7 +41,7 @@ extension SyncEngine {
             if outgoing.isEmpty { return }
             progress("pushing \(outgoing.count) change(s)")
             try await uploadBlobs(for: outgoing)
-            var conflicts: [(ZoneRef, WireRecord)] = []
+            var conflicts: [Conflict] = []
             // Deletes of moved receipts from the zones they left go first.
             let moves = Dictionary(grouping: outgoing.filter { $0.seq < 0 }, by: { $0.zone.local })
             let regular = Dictionary(grouping: outgoing.filter { $0.seq >= 0 }, by: { $0.zone.local })
@@ -56,7 +58,7 @@ extension SyncEngine {
                             results = try await client.push(owner: zone.owner, name: zone.remote, records: batch.map(\.record))
                         } catch let error as SyncError where error.status == 403 || error.status == 404 {
                             report.errors.append(error.message)
-                            refused.formUnion(items.map(\.record.id))
+                            refused.formUnion(items.map(\.id))
                             break
                         }
                         conflicts += try recordResults(results, batch, refused: &refused)
@@ -65,13 +67,13 @@ extension SyncEngine {
             }
             if conflicts.isEmpty { return }
             try await resolve(conflicts)
-            let ids = conflicts.map(\.1.id)
+            let ids = conflicts.map(\.id)
             entries = try vault.catalogRead { try Outbox.pending($0, of: ids) }
         }
     }
 
     /// The records of these outbox entries as they are now (a receipt's latest entry each).
-    func collectOutgoing(_ zones: [String: ZoneRef], _ entries: [Outbox.Entry], skip: Set<String>) throws -> [Outgoing] {
+    func collectOutgoing(_ zones: [String: ZoneRef], _ entries: [Outbox.Entry], skip: Set<ReceiptID>) throws -> [Outgoing] {
         try vault.catalogTransaction { w in
             let db = w.db
             var out: [Outgoing] = []
@@ -91,10 +93,10 @@ extension SyncEngine {
                 if let state, state.zone != zoneName, state.base != nil, let old = zones[state.zone] {
                     // The receipt moved zones: delete it from the zone it left first (seq -1: a move's
                     // delete, which leaves the outbox and the sync state to the push into the new zone).
-                    out.append(Outgoing(zone: old, seq: -1, record: WirePushRecord(id: id, baseTag: state.changeTag, receipt: nil)))
+                    out.append(Outgoing(zone: old, seq: -1, id: id, record: WirePushRecord(id: id.text, baseTag: state.changeTag, receipt: nil)))
                 }
-                out.append(Outgoing(zone: zone, seq: change.seq,
-                                    record: WirePushRecord(id: id, baseTag: baseTag, receipt: current?.receipt)))
+                out.append(Outgoing(zone: zone, seq: change.seq, id: id,
+                                    record: WirePushRecord(id: id.text, baseTag: baseTag, receipt: current?.receipt)))
             }
             return out
         }
@@ -135,16 +137,20 @@ extension SyncEngine {
         report.errors += failures.flatMap(\.messages)
     }
 
+    /// A pushed record the server holds another version of: the receipt and that version.
+    typealias Conflict = (zone: ZoneRef, id: ReceiptID, server: WireRecord)
+
     /// Records the server's answers: saved records leave the outbox (up to the change pushed);
-    /// conflicts are returned for merging; rejections are reported.
-    func recordResults(_ results: [WirePushResult], _ batch: [Outgoing], refused: inout Set<String>) throws -> [(ZoneRef, WireRecord)] {
-        let byID = Dictionary(batch.map { ($0.record.id, $0) }, uniquingKeysWith: { a, _ in a })
-        var conflicts: [(ZoneRef, WireRecord)] = []
+    /// conflicts are returned for merging; rejections are reported. An answer is matched to its
+    /// record by id, read as one: an older server answers in the case it was sent, a newer lowercase.
+    func recordResults(_ results: [WirePushResult], _ batch: [Outgoing], refused: inout Set<ReceiptID>) throws -> [Conflict] {
+        let byID = Dictionary(batch.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        var conflicts: [Conflict] = []
         var rejected: [String] = []
         try vault.catalogTransaction { w in
             let db = w.db
             for result in results {
-                guard let item = byID[result.id] else { continue }
+                guard let item = ReceiptID(result.id).flatMap({ byID[$0] }) else { continue }
                 if item.seq < 0 {
                     // A moved receipt's delete from its former zone: a conflict means someone edited it
                     // there meanwhile; that version stays in the former zone.
@@ -154,16 +160,16 @@ extension SyncEngine {
                 switch result.status {
                 case .saved:
                     guard let tag = result.changeTag else { continue }
-                    try LocalStore.setState(w, result.id, zone: item.zone.local, tag: tag, base: item.record.receipt)
-                    try w.settle(result.id, through: item.seq)
+                    try LocalStore.setState(w, item.id, zone: item.zone.local, tag: tag, base: item.record.receipt)
+                    try w.settle(item.id, through: item.seq)
                     if item.record.baseTag == nil { firstPushed.note(item.record.receipt) }
                     report.pushed += 1
                 case .conflict:
                     let server = result.server ?? WireRecord(id: result.id, changeTag: "", receipt: nil)
-                    conflicts.append((item.zone, server))
+                    conflicts.append((item.zone, item.id, server))
                 case .rejected:
                     rejected.append(result.error ?? "receipt \(result.id) was refused by the server")
-                    refused.insert(result.id)
+                    refused.insert(item.id)
                 }
             }
         }

@@ -195,10 +195,10 @@ public final class SyncEngine {
 
     /// Merges each conflicting record (base, local, server) and keeps the merge pending when it
     /// differs from the server's version.
-    func resolve(_ conflicts: [(ZoneRef, WireRecord)]) async throws {
-        try await withBlobs(Self.blobSizes(conflicts.map(\.1.receipt))) { w in
-            for (zone, server) in conflicts {
-                try self.mergeIn(w, zone: zone, server: server)
+    func resolve(_ conflicts: [Conflict]) async throws {
+        try await withBlobs(Self.blobSizes(conflicts.map(\.server.receipt))) { w in
+            for (zone, id, server) in conflicts {
+                try self.mergeIn(w, zone: zone, id: id, server: server)
                 self.report.conflicts += 1
             }
         }
@@ -206,22 +206,22 @@ public final class SyncEngine {
 
     /// Applies a server version to a record with local changes: 3-way merge, outbox kept only when
     /// the merge differs from the server's version.
-    func mergeIn(_ w: CatalogWriter, zone: ZoneRef, server: WireRecord) throws {
+    func mergeIn(_ w: CatalogWriter, zone: ZoneRef, id: ReceiptID, server: WireRecord) throws {
         let db = w.db
-        let current = try LocalStore.content(db, server.id)
+        let current = try LocalStore.content(db, id)
         let local = current?.zone == zone.local ? current?.receipt : nil
-        let state = try LocalStore.state(db, server.id)
+        let state = try LocalStore.state(db, id)
         let merged = ReceiptMerge.merge(base: state?.base, local: local, server: server.receipt)
         if !LocalStore.same(merged, local) {
-            try LocalStore.apply(w, id: server.id, zone: zone.local, content: merged)
+            try LocalStore.apply(w, id: id, zone: zone.local, content: merged)
         }
         if !server.changeTag.isEmpty {
-            try LocalStore.setState(w, server.id, zone: zone.local, tag: server.changeTag, base: server.receipt)
+            try LocalStore.setState(w, id, zone: zone.local, tag: server.changeTag, base: server.receipt)
         }
         if LocalStore.same(merged, server.receipt) {
-            try w.settle(server.id)
+            try w.settle(id)
         } else {
-            try LocalStore.ensurePending(w, server.id, zone: zone.local, deleted: merged == nil)
+            try LocalStore.ensurePending(w, id, zone: zone.local, deleted: merged == nil)
         }
     }
 
@@ -309,30 +309,35 @@ public final class SyncEngine {
 
     func applyPulled(_ w: CatalogWriter, zone: ZoneRef, record: WireRecord) throws {
         let db = w.db
-        let state = try LocalStore.state(db, record.id)
-        if state?.changeTag == record.changeTag { return } // this vault's own push coming back
-        if let problem = record.receipt?.validationError() {
-            report.errors.append("receipt \(record.id) from zone \(zone.local) was skipped: \(problem)")
+        // The wire's door: the id is read once here (either case; the vault writes it lowercase).
+        guard let id = ReceiptID(record.id) else {
+            report.errors.append("a record of zone \(zone.local) was skipped: '\(record.id.prefix(64))' is not a receipt id (a UUID)")
             return
         }
-        let current = try LocalStore.content(db, record.id)
+        let state = try LocalStore.state(db, id)
+        if state?.changeTag == record.changeTag { return } // this vault's own push coming back
+        if let problem = record.receipt?.validationError() {
+            report.errors.append("receipt \(id) from zone \(zone.local) was skipped: \(problem)")
+            return
+        }
+        let current = try LocalStore.content(db, id)
         if let current, current.zone != zone.local {
             // The receipt moved between zones: the former zone's tombstone says nothing about it,
             // the new zone's version is where it lives now.
             guard let receipt = record.receipt else { return }
-            try LocalStore.apply(w, id: record.id, zone: zone.local, content: receipt)
-            try LocalStore.setState(w, record.id, zone: zone.local, tag: record.changeTag, base: receipt)
-            try w.settle(record.id)
+            try LocalStore.apply(w, id: id, zone: zone.local, content: receipt)
+            try LocalStore.setState(w, id, zone: zone.local, tag: record.changeTag, base: receipt)
+            try w.settle(id)
             report.pulled += 1
             return
         }
-        if try LocalStore.hasPending(db, record.id) {
-            try mergeIn(w, zone: zone, server: record)
+        if try LocalStore.hasPending(db, id) {
+            try mergeIn(w, zone: zone, id: id, server: record)
         } else {
             if !LocalStore.same(current?.receipt, record.receipt) {
-                try LocalStore.apply(w, id: record.id, zone: zone.local, content: record.receipt)
+                try LocalStore.apply(w, id: id, zone: zone.local, content: record.receipt)
             }
-            try LocalStore.setState(w, record.id, zone: zone.local, tag: record.changeTag, base: record.receipt)
+            try LocalStore.setState(w, id, zone: zone.local, tag: record.changeTag, base: record.receipt)
         }
         report.pulled += 1
     }

@@ -29,7 +29,7 @@ extension Vault {
         let inputs = try collectInputs(paths, skipped: &skipped)
         if let first = skipped.first { throw VaultError.bad("cannot attach \(first.path): \(first.error)") }
         return try wrapped {
-            let id = try catalog.read { db -> String in
+            let id = try catalog.read { db -> ReceiptID in
                 let id = try resolveReceipt(db, idOrPrefix)
                 guard let r = try Catalog.receipt(db, id) else { throw VaultError(.notFound, "no receipt \(idOrPrefix)") }
                 try requireWritable(db, r.zone)

@@ -6,7 +6,7 @@ import ReceiptText
 
 /// Receipts that may be one receipt entered twice, as `receipt dups` prints them.
 public struct DuplicateGroup: Codable, Sendable, Equatable {
-    public var receipts: [String]
+    public var receipts: [ReceiptID]
     /// `same-text` (a re-scan: the texts are near-identical) or `same-fields` (merchant, date and
     /// total equal, and at least one of them has no text to tell them apart).
     public var reason: String
@@ -80,10 +80,10 @@ extension Vault {
     }
 
     /// For each of these receipts that may duplicate others, those others' ids (after an import).
-    public func possibleDuplicates(of ids: [String]) throws -> [String: [String]] {
+    public func possibleDuplicates(of ids: [ReceiptID]) throws -> [ReceiptID: [ReceiptID]] {
         try wrapped {
             try catalog.read { db in
-                var out: [String: [String]] = [:]
+                var out: [ReceiptID: [ReceiptID]] = [:]
                 for id in ids {
                     guard let row = try Catalog.receiptRow(db, id: id) else { continue }
                     let mine = try Self.signatures(db, [row])[row]
@@ -105,8 +105,8 @@ extension Vault {
     /// As `possibleDuplicates(of:)` for the receipts created since `createdSince` among `ids` (a manifest's
     /// rows may add files to receipts that exist), from the vault's groups: one pass over its bands and
     /// fields instead of a look-up per receipt (5,000 rows of a manifest: 0.25 s against 9 s, debug build).
-    public func possibleDuplicates(amongGroupsOf ids: Set<String>, createdSince: Millis) throws -> [String: [String]] {
-        var out: [String: [String]] = [:]
+    public func possibleDuplicates(amongGroupsOf ids: Set<ReceiptID>, createdSince: Millis) throws -> [ReceiptID: [ReceiptID]] {
+        var out: [ReceiptID: [ReceiptID]] = [:]
         for group in try duplicateGroups() {
             for id in group.receipts where ids.contains(id) {
                 out[id, default: []] += group.receipts.filter { $0 != id && !(out[id] ?? []).contains($0) }

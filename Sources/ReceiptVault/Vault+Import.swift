@@ -4,7 +4,7 @@ import GRDB
 import ReceiptCatalog
 
 public struct ImportedFile: Codable, Sendable, Equatable {
-    public var id: String
+    public var id: ReceiptID
     public var path: String
     public var sha256: String
     public var size: Int64
@@ -14,7 +14,7 @@ public struct ImportedFile: Codable, Sendable, Equatable {
     public var existing: Bool
     /// Receipts this new one may duplicate (a re-scan, or the same merchant, date and total): set by
     /// `import` after its text is read, absent when none.
-    public var possibleDuplicateOf: [String]?
+    public var possibleDuplicateOf: [ReceiptID]?
 }
 
 public struct FailedFile: Codable, Sendable, Equatable {
@@ -124,7 +124,7 @@ extension Vault {
                                         deduplicated: true, existing: true))
                 continue
             }
-            var receipt = Receipt(id: ReceiptID.generateText(), zone: zone, createdAt: w.now, modifiedAt: w.now)
+            var receipt = Receipt(id: ReceiptID.generate(), zone: zone, createdAt: w.now, modifiedAt: w.now)
             metadata.apply(to: &receipt)
             try w.addReceipt(receipt)
             _ = try w.insertAttachment(receiptID: receipt.id, blob: blob.id, size: blob.size, filename: input.name, mediaType: blob.mediaType,

@@ -140,7 +140,7 @@ extension Vault {
 
     /// Deletes receipts (all or nothing). Their blobs stay until gc finds them unreferenced.
     @discardableResult
-    public func remove(_ idsOrPrefixes: [String]) throws -> [String] {
+    public func remove(_ idsOrPrefixes: [String]) throws -> [ReceiptID] {
         try wrapped {
             try mutate { w in
                 let db = w.db
@@ -184,7 +184,7 @@ extension Vault {
     /// Receipts with their attachments (a handful: one query for their files).
     func views(_ db: Database, _ receipts: [Receipt]) throws -> [ReceiptView] {
         let files = try Catalog.files(db, of: receipts.map(\.id))
-        var readings: [String: ReceiptReading] = [:]
+        var readings: [ReceiptID: ReceiptReading] = [:]
         for receipt in receipts {
             if let row = try Catalog.receiptRow(db, id: receipt.id) { readings[receipt.id] = try Catalog.readings(db, ofRows: [row])[row] }
         }
@@ -192,7 +192,7 @@ extension Vault {
     }
 
     func view(_ r: Receipt, _ files: [AttachedFile], _ reading: ReceiptReading? = nil) -> ReceiptView {
-        var view = ReceiptView(id: r.id, zone: r.zone, merchant: r.merchant, date: r.date, total: r.total, currency: r.currency,
+        var view = ReceiptView(id: r.id.text, zone: r.zone, merchant: r.merchant, date: r.date, total: r.total, currency: r.currency,
                     category: r.category, note: r.note, tags: r.tags,
                     attachments: files.map {
                         ReceiptView.File(sha256: $0.sha256.hex, filename: $0.filename, size: $0.size, mediaType: $0.mediaType)
@@ -210,8 +210,9 @@ extension Vault {
         return view
     }
 
-    /// A full id, or a unique prefix of at least 8 characters.
-    func resolveReceipt(_ db: Database, _ text: String) throws -> String {
+    /// A full id, or a unique prefix of at least 8 characters, either case (a prefix is no id: it is
+    /// looked up, not parsed).
+    func resolveReceipt(_ db: Database, _ text: String) throws -> ReceiptID {
         let key = text.lowercased()
         guard key.count >= 8, key.allSatisfy({ $0.isHexDigit || $0 == "-" }) else {
             throw VaultError.bad("invalid receipt id '\(text)': give the id or at least its first 8 characters")

@@ -38,7 +38,7 @@ extension Vault {
         return try wrapped {
             try catalog.read { db in
                 if let zone = scope.zone { _ = try requireZone(db, zone) }
-                var hits: [String: SearchHit] = [:]
+                var hits: [ReceiptID: SearchHit] = [:]
                 // Matches whose numbers are printed in another form are dropped after FTS5: ask for more.
                 let asked = query.checksNumbers ? limit * 4 + 16 : limit
                 if let match = query.match() {
@@ -62,7 +62,7 @@ extension Vault {
                 let views = Dictionary(try self.views(db, receipts).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
                 let texts = try Self.texts(db, of: views.values)
                 return ranked.compactMap { hit -> SearchResult? in
-                    guard let view = views[hit.receiptID] else { return nil }
+                    guard let view = views[hit.receiptID.text] else { return nil }
                     var seen = Set<String>()
                     let matches = view.attachments.compactMap { file -> SearchResult.Match? in
                         guard seen.insert(file.sha256).inserted, let text = texts[file.sha256],
@@ -88,7 +88,7 @@ extension Vault {
                 + view.attachments.flatMap { [$0.filename, texts[$0.sha256] ?? ""] }
             if query.numbersAgree(in: printed.joined(separator: "\n"), skipping: skipping) { agreeing.insert(view.id) }
         }
-        return hits.filter { agreeing.contains($0.receiptID) }
+        return hits.filter { agreeing.contains($0.receiptID.text) }
     }
 
     /// The extracted texts of the views' files, by their address as a view prints it.

@@ -61,6 +61,10 @@ extension VaultError {
             // A catalog that opened but turns out damaged further in.
             return VaultError(.unusableVault, "the catalog is damaged (\(e.message ?? "\(e.resultCode)")): "
                 + "run `receipt fsck --repair` to recover the vault")
+        case let e as RowDecodingError:
+            // A row a door did not let in (a receipt id that is no UUID, written past the schema): fsck names it.
+            let what = "\(e)".components(separatedBy: " - ").first ?? "\(e)"
+            return VaultError(.unusableVault, "the catalog holds a damaged row (\(what)): run `receipt fsck` to find it")
         case let e as DatabaseError where e.resultCode == .SQLITE_READONLY:
             return VaultError(.io, "the catalog cannot be written: the vault is read-only (a read-only file system or "
                 + "missing permissions); nothing was changed")

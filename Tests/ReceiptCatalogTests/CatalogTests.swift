@@ -120,11 +120,11 @@ final class CatalogTests: XCTestCase {
     /// and a row whose tags are not a JSON array throws (fsck's to report) instead of trapping.
     func testAReceiptRowIsReadBackFieldByFieldAndADamagedOneThrows() throws {
         let catalog = try Catalog.open(at: try makeCatalog())
-        let written = Receipt(id: ReceiptID.generateText(), zone: "z", merchant: "Café Ünter", date: "2025-03-04",
+        let written = Receipt(id: ReceiptID.generate(), zone: "z", merchant: "Café Ünter", date: "2025-03-04",
                               total: "12.30", currency: "EUR", category: "dining", note: "two\nlines",
                               tags: ["fsa", "2025"], createdAt: 1, modifiedAt: 2, status: "submitted",
                               claim: "HSA-42", reimbursedOn: "2025-04-01")
-        let bare = Receipt(id: ReceiptID.generateText(), zone: "z", createdAt: 3, modifiedAt: 3)
+        let bare = Receipt(id: ReceiptID.generate(), zone: "z", createdAt: 3, modifiedAt: 3)
         try catalog.write { db in
             try db.execute(sql: "INSERT INTO zones(name, createdAt) VALUES ('z', 0)")
             try CatalogWriter(db).addReceipt(written)

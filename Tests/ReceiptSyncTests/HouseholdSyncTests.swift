@@ -21,7 +21,7 @@ class HouseholdSyncTests: HouseholdTestCase {
         defer { try? vault.close() }
         try vault.catalog.write { db in
             try db.execute(sql: sql, arguments: [id])
-            var change = Change(receiptID: id, zone: zone, kind: .upsert, at: nowMillis())
+            var change = Change(receiptID: try XCTUnwrap(ReceiptID(id)), zone: zone, kind: .upsert, at: nowMillis())
             try change.insert(db)
         }
     }

@@ -35,7 +35,7 @@ final class AttachmentSizeTests: XCTestCase {
         let small = try folder.write("in/a.txt", "a receipt")
         let large = try folder.write("in/b.bin", TestData.random(4000, seed: 2))
         let id = try vault.importFiles([small]).imported[0].id
-        _ = try vault.attach(id, paths: [try folder.write("in/c.bin", TestData.random(3000, seed: 3))])
+        _ = try vault.attach(id.text, paths: [try folder.write("in/c.bin", TestData.random(3000, seed: 3))])
         _ = try folder.write("m/d.txt", "from a manifest")
         _ = try folder.write("m/e.bin", TestData.random(5000, seed: 5))
         let manifest = try folder.write("m/manifest.csv", "path,merchant\nd.txt,Shop\ne.bin,Shop\n")

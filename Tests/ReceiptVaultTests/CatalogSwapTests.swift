@@ -26,8 +26,8 @@ final class CatalogSwapTests: XCTestCase {
         try FileSystem.rename(folder.file("other/catalog.sqlite"), catalog)
 
         for attempt in [
-            { _ = try vault.edit(id, ReceiptMetadata(total: "1.00")) },
-            { _ = try vault.remove([id]) },
+            { _ = try vault.edit(id.text, ReceiptMetadata(total: "1.00")) },
+            { _ = try vault.remove([id.text]) },
             { _ = try vault.importFiles([input]) },
         ] as [() throws -> Void] {
             XCTAssertThrowsError(try attempt()) { error in
@@ -36,6 +36,6 @@ final class CatalogSwapTests: XCTestCase {
         }
         let fresh = try Vault.open(at: path)
         XCTAssertEqual(try fresh.list().count, 0, "nothing reached the new catalog")
-        XCTAssertEqual(try vault.show(id).total, nil, "nothing reached the old one either")
+        XCTAssertEqual(try vault.show(id.text).total, nil, "nothing reached the old one either")
     }
 }

@@ -77,7 +77,7 @@ final class FaultTests: XCTestCase {
     func assertIntact(_ vaultPath: String, _ receipts: [ImportedFile], file: StaticString = #filePath, line: UInt = #line) async throws {
         let vault = try Vault.open(at: vaultPath)
         defer { try? vault.close() }
-        XCTAssertEqual(Set(try vault.list().map(\.id)), Set(receipts.map(\.id)), file: file, line: line)
+        XCTAssertEqual(Set(try vault.list().map(\.id)), Set(receipts.map(\.id.text)), file: file, line: line)
         for item in receipts {
             XCTAssertEqual(try vault.readBlob(vault.blobRecord(item.sha256)) { _ in }, item.size, file: file, line: line)
         }
@@ -98,7 +98,7 @@ final class FaultTests: XCTestCase {
         let earlier = try ReceiptBinary.run(["--vault", vaultPath, "import", first, "--json"])
         XCTAssertEqual(earlier.status, 0, earlier.stderr)
         let before = try Vault.open(at: vaultPath)
-        let kept = try before.list().map { ImportedFile(id: $0.id, path: first, sha256: $0.attachments[0].sha256,
+        let kept = try before.list().map { ImportedFile(id: try XCTUnwrap(ReceiptID($0.id)), path: first, sha256: $0.attachments[0].sha256,
                                                           size: $0.attachments[0].size, deduplicated: false, existing: false) }
         try before.close()
 
@@ -112,7 +112,7 @@ final class FaultTests: XCTestCase {
         try await assertIntact(vaultPath, kept)
 
         // The same through attach (all or nothing: the receipt is unchanged).
-        let attach = try ReceiptBinary.run(["--vault", vaultPath, "attach", kept[0].id, big])
+        let attach = try ReceiptBinary.run(["--vault", vaultPath, "attach", kept[0].id.text, big])
         XCTAssertEqual(attach.status, 2, attach.stderr)
         XCTAssertTrue(attach.stderr.contains("No space left on device"), attach.stderr)
         try await assertIntact(vaultPath, kept)
@@ -128,13 +128,13 @@ final class FaultTests: XCTestCase {
         let first = try dir.write("in/first.bin", TestData.random(200_000, seed: 3))
         let vault = try Vault.open(at: vaultPath)
         let kept = try vault.importFiles([first]).imported
-        try vault.remove([try vault.importFiles([try dir.write("in/garbage.bin", TestData.random(200_000, seed: 4))]).imported[0].id])
+        try vault.remove([try vault.importFiles([try dir.write("in/garbage.bin", TestData.random(200_000, seed: 4))]).imported[0].id.text])
         try vault.close()
         XCTAssertTrue(mount.remount("ro"))
         let before = Integrity.snapshot(vaultPath)
 
         let second = try dir.write("in/second.bin", TestData.random(200_000, seed: 5))
-        for args in [["import", second], ["gc", "--grace", "0"], ["rm", kept[0].id], ["edit", kept[0].id, "--merchant", "X"],
+        for args in [["import", second], ["gc", "--grace", "0"], ["rm", kept[0].id.text], ["edit", kept[0].id.text, "--merchant", "X"],
                      ["fsck", "--repair"]] {
             let r = try ReceiptBinary.run(["--vault", vaultPath] + args)
             XCTAssertEqual(r.status, 2, "\(args): \(r.stderr)")
@@ -145,7 +145,7 @@ final class FaultTests: XCTestCase {
         // Reading still works.
         let list = try ReceiptBinary.run(["--vault", vaultPath, "list", "--json"])
         XCTAssertEqual(list.status, 0, list.stderr)
-        XCTAssertTrue(list.stdout.contains(kept[0].id))
+        XCTAssertTrue(list.stdout.contains(kept[0].id.text))
         let check = try ReceiptBinary.run(["--vault", vaultPath, "fsck", "--json"])
         XCTAssertEqual(check.status, 0, check.stderr)
         XCTAssertEqual(Integrity.snapshot(vaultPath), before, "a command changed a read-only vault")
@@ -178,7 +178,7 @@ final class FaultTests: XCTestCase {
         // fsck names exactly that blob, with its receipt; everything else is fine.
         let fsck = try await Integrity.fsck(vault.path)
         XCTAssertEqual(Set(fsck.problems.compactMap(\.sha256)), [victim.sha256], "\(fsck.problems)")
-        XCTAssertEqual(fsck.problems.first { $0.kind == .missingBlob }?.receipt, victim.id)
+        XCTAssertEqual(fsck.problems.first { $0.kind == .missingBlob }?.receipt, victim.id.text)
         for item in report.imported.dropFirst() {
             let r = try ReceiptBinary.run(["--vault", vault.path, "cat", item.sha256])
             XCTAssertEqual(r.status, 0, r.stderr)
@@ -207,7 +207,7 @@ final class FaultTests: XCTestCase {
         XCTAssertTrue((failed.first?["error"] as? String ?? "").contains("Input/output error"), "\(failed)")
         let imported = try XCTUnwrap(json["imported"] as? [[String: Any]])
         XCTAssertEqual(imported.count, 1, "the readable file of the same run is imported")
-        let added = ImportedFile(id: imported[0]["id"] as? String ?? "", path: good, sha256: imported[0]["sha256"] as? String ?? "",
+        let added = ImportedFile(id: try XCTUnwrap((imported[0]["id"] as? String).flatMap(ReceiptID.init)), path: good, sha256: imported[0]["sha256"] as? String ?? "",
                                  size: 150_000, deduplicated: false, existing: false)
         try await assertIntact(vault.path, report.imported + [added])
 

@@ -53,11 +53,11 @@ final class FsckTests: XCTestCase {
         func find(_ kind: String) -> [[String: Any]] { problems.filter { $0["kind"] as? String == kind } }
         let c = try XCTUnwrap(find("corrupt-blob").first)
         XCTAssertEqual(c["sha256"] as? String, corrupt.sha256)
-        XCTAssertEqual(Set(c["receipts"] as? [String] ?? []), [corrupt.id, second.id])
+        XCTAssertEqual(Set(c["receipts"] as? [String] ?? []), [corrupt.id.text, second.id.text])
         XCTAssertNotNil(c["receipt"] as? String)
         let m = try XCTUnwrap(find("missing-blob").first)
         XCTAssertEqual(m["sha256"] as? String, missing.sha256)
-        XCTAssertEqual(m["receipt"] as? String, missing.id)
+        XCTAssertEqual(m["receipt"] as? String, missing.id.text)
         XCTAssertEqual(find("orphan-blob").first?["sha256"] as? String, orphan.id.hex)
         XCTAssertEqual(find("unknown-file").first?["path"] as? String, dir.file("vault/blobs/notes.txt"))
         XCTAssertEqual(find("stale-interim").first?["path"] as? String, dir.file("vault/interim/left.interim"))
@@ -69,7 +69,7 @@ final class FsckTests: XCTestCase {
         let text = try ReceiptBinary.run(["--vault", dir.file("vault"), "fsck"])
         XCTAssertEqual(text.status, 1)
         XCTAssertEqual(text.stdout.split(separator: "\n").count, 6, text.stdout)
-        XCTAssertTrue(text.stdout.contains(corrupt.id), text.stdout)
+        XCTAssertTrue(text.stdout.contains(corrupt.id.text), text.stdout)
     }
 
     func testProblemsStreamAsTheyAreFoundAndCheckingGoesOn() async throws {
@@ -120,7 +120,7 @@ final class FsckTests: XCTestCase {
         let quick = try await Integrity.fsck(vault.path, quick: true)
         XCTAssertEqual(quick.problems.map(\.kind), [.corruptBlob])
         XCTAssertEqual(quick.problems.first?.sha256, plain.sha256)
-        XCTAssertEqual(quick.problems.first?.receipt, plain.id)
+        XCTAssertEqual(quick.problems.first?.receipt, plain.id.text)
     }
 
     func testWrongEncodingOrSizeInTheCatalogIsACatalogProblemRepairedFromTheFile() async throws {
@@ -132,7 +132,7 @@ final class FsckTests: XCTestCase {
         }
         let found = try await Integrity.fsck(vault.path)
         XCTAssertEqual(found.problems.map(\.kind), [.catalog])
-        XCTAssertEqual(found.problems.first?.receipt, item.id)
+        XCTAssertEqual(found.problems.first?.receipt, item.id.text)
         let repaired = try await Integrity.fsck(vault.path, repair: true)
         XCTAssertTrue(repaired.ok)
         XCTAssertEqual(try vault.blobRecord(item.sha256).encoding, .identity)
@@ -245,7 +245,7 @@ final class FsckTests: XCTestCase {
         XCTAssertEqual(try vault.list().count, report.imported.count + 1)
         let after = try await Integrity.fsck(vault.path)
         XCTAssertEqual(after.problems.map(\.kind), [.missingBlob])
-        XCTAssertEqual(after.problems.first?.receipt, corrupt.id)
+        XCTAssertEqual(after.problems.first?.receipt, corrupt.id.text)
         // Importing the original file again puts the bytes back under the receipt.
         XCTAssertEqual(corrupt.path, dir.file("in/ext0.bin"))
         _ = try vault.importFiles([corrupt.path])
@@ -345,8 +345,8 @@ final class FsckTests: XCTestCase {
         let before = Integrity.snapshot(path)
 
         let input = try dir.write("in/new.bin", TestData.random(1000, seed: 1))
-        for args in [["list"], ["stats"], ["import", input], ["gc", "--grace", "0"], ["rm", report.imported[0].id],
-                     ["edit", report.imported[0].id, "--merchant", "X"], ["cat", report.imported[0].sha256]] {
+        for args in [["list"], ["stats"], ["import", input], ["gc", "--grace", "0"], ["rm", report.imported[0].id.text],
+                     ["edit", report.imported[0].id.text, "--merchant", "X"], ["cat", report.imported[0].sha256]] {
             let r = try ReceiptBinary.run(["--vault", path] + args)
             XCTAssertEqual(r.status, 2, "\(args): \(r.stderr)")
             XCTAssertTrue(r.stderr.contains("receipt fsck --repair"), "\(args): \(r.stderr)")
@@ -370,7 +370,7 @@ final class FsckTests: XCTestCase {
         XCTAssertEqual(reopened.settings, vault.settings)
         let receipts = try reopened.list()
         for item in report.imported {
-            XCTAssertTrue(receipts.contains { $0.id == item.id && $0.attachments.map(\.sha256) == [item.sha256] }, "receipt \(item.id) lost")
+            XCTAssertTrue(receipts.contains { $0.id == item.id.text && $0.attachments.map(\.sha256) == [item.sha256] }, "receipt \(item.id) lost")
             XCTAssertEqual(try reopened.readBlob(reopened.blobRecord(item.sha256)) { _ in }, item.size)
         }
         let clean = try await Integrity.fsck(path)
@@ -429,7 +429,7 @@ final class FsckTests: XCTestCase {
     func testDamagedButReadableCatalogIsSalvagedWithEveryReceiptAndInlineBlob() async throws {
         let dir = TemporaryFolder()
         let (vault, report) = try Integrity.vault(in: dir, external: 2, inline: 3)
-        try vault.edit(report.imported[0].id, ReceiptMetadata(merchant: "Acme", date: "2025-01-02", total: "12.34", currency: "EUR"))
+        try vault.edit(report.imported[0].id.text, ReceiptMetadata(merchant: "Acme", date: "2025-01-02", total: "12.34", currency: "EUR"))
         let listed = try vault.list()
         let settings = vault.settings
         try vault.close()
@@ -463,7 +463,7 @@ final class FsckTests: XCTestCase {
         try Self.checkpoint(path)
         try Self.overwrite(path + "/catalog.sqlite", at: 60, with: [0, 0, 0, 99])  // PRAGMA user_version = 99
         let before = Integrity.snapshot(path)
-        for args in [["list"], ["fsck"], ["fsck", "--repair"], ["gc", "--grace", "0"], ["rm", report.imported[0].id]] {
+        for args in [["list"], ["fsck"], ["fsck", "--repair"], ["gc", "--grace", "0"], ["rm", report.imported[0].id.text]] {
             let r = try ReceiptBinary.run(["--vault", path] + args)
             XCTAssertEqual(r.status, 2, "\(args): \(r.stderr)")
             XCTAssertTrue(r.stderr.contains("upgrade receipt"), "\(args): \(r.stderr)")

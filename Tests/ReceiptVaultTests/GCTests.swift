@@ -33,7 +33,7 @@ final class GCTests: XCTestCase {
         let (vault, report) = try Integrity.vault(in: dir, external: 3, inline: 2)
         let byPath = Dictionary(uniqueKeysWithValues: report.imported.map { ($0.path.split(separator: "/").last.map(String.init)!, $0) })
         let dropExternal = try XCTUnwrap(byPath["ext0.bin"]), dropInline = try XCTUnwrap(byPath["small0.txt"])
-        try vault.remove([dropExternal.id, dropInline.id])
+        try vault.remove([dropExternal.id.text, dropInline.id.text])
 
         // Fresh garbage is spared by the grace.
         var gc = try vault.collectGarbage(graceSeconds: 3600)
@@ -67,7 +67,7 @@ final class GCTests: XCTestCase {
     func testDryRunShowsThePlanAndChangesNothing() throws {
         let dir = TemporaryFolder()
         let (vault, report) = try Integrity.vault(in: dir, external: 2)
-        try vault.remove([report.imported[0].id])
+        try vault.remove([report.imported[0].id.text])
         try dir.write("vault/interim/dead.interim", [1, 2, 3])
         let before = Integrity.snapshot(vault.path).filter { !$0.key.hasPrefix("catalog.sqlite") }
         let dry = try ReceiptBinary.run(["--vault", vault.path, "gc", "--dry-run", "--grace", "0", "--json"])
@@ -134,7 +134,7 @@ final class GCTests: XCTestCase {
         let (vault, report) = try Integrity.vault(in: dir, external: 1)
         let item = report.imported[0]
         let blobPath = Integrity.blobPath(vault.path, item.sha256)
-        try vault.remove([item.id])
+        try vault.remove([item.id.text])
         Integrity.age(blobPath, secondsAgo: 90 * 86_400)
         let input = dir.file("in/ext0.bin")
 
@@ -159,7 +159,7 @@ final class GCTests: XCTestCase {
             XCTAssertTrue(FileSystem.exists(blobPath))
             // The import's commit: its receipt now refers to the blob.
             try vault.catalog.transaction { w in
-                let receipt = Receipt(id: UUID().uuidString.lowercased(), zone: Zone.personal, createdAt: w.now, modifiedAt: w.now)
+                let receipt = Receipt(id: ReceiptID.generate(), zone: Zone.personal, createdAt: w.now, modifiedAt: w.now)
                 try w.addReceipt(receipt)
                 _ = try w.insertAttachment(receiptID: receipt.id, blob: BlobID(hex: item.sha256)!, size: item.size, filename: "ext0.bin",
                                            mediaType: "application/octet-stream", position: 0)

@@ -108,20 +108,25 @@ final class HelperTests: XCTestCase {
 
     func testReceiptIdsAreCanonicalUUIDsAndPrintInLowerCase() {
         for text in ["1F2E3D4C-5B6A-4789-9ABC-DEF012345678", "1f2e3d4c-5b6a-4789-9abc-def012345678"] {
-            XCTAssertEqual(ReceiptID.parse(text), UUID(uuidString: text), text)
-            XCTAssertNotNil(ReceiptID.parse(text))
+            XCTAssertEqual(ReceiptID(text)?.uuid, UUID(uuidString: text), text)
+            XCTAssertEqual(ReceiptID(text)?.text, "1f2e3d4c-5b6a-4789-9abc-def012345678", text)
         }
+        XCTAssertEqual(ReceiptID("1F2E3D4C-5B6A-4789-9ABC-DEF012345678"), ReceiptID("1f2e3d4c-5b6a-4789-9abc-def012345678"))
         for text in ["1f2e3d4c5b6a47899abcdef012345678", "1f2e3d4c-5b6a-4789-9abc-def01234567",
                      "1f2e3d4c-5b6a-4789-9abc-def0123456789", "1f2e3d4c-5b6a-4789-9abc_def012345678",
                      "1g2e3d4c-5b6a-4789-9abc-def012345678", " 1f2e3d4c-5b6a-4789-9abc-def01234567",
                      "1f2e3d4c-5b6a-4789-9abc-def01234567é", "1f2e3d4c-5b6a-4789-9abc- ef012345678",
                      "1f2e3d4c-5b6a-4789-9abc-+ef012345678", "", "-", "------------------------------------"] {
-            XCTAssertNil(ReceiptID.parse(text), text)
+            XCTAssertNil(ReceiptID(text), text)
         }
+        var previous: ReceiptID?
         for _ in 0..<200 {
             let uuid = UUID()
-            XCTAssertEqual(ReceiptID.parse(uuid.uuidString), uuid)
-            XCTAssertEqual(ReceiptID.text(uuid), uuid.uuidString.lowercased())
+            XCTAssertEqual(ReceiptID(uuid.uuidString)?.uuid, uuid)
+            XCTAssertEqual(ReceiptID(uuid).text, uuid.uuidString.lowercased())
+            // Ordered as their texts are, so a sorted list of ids reads as the catalog's `ORDER BY id`.
+            if let previous { XCTAssertEqual(previous < ReceiptID(uuid), previous.text < ReceiptID(uuid).text) }
+            previous = ReceiptID(uuid)
         }
     }
 }

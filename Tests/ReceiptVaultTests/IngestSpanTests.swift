@@ -41,7 +41,7 @@ final class IngestSpanTests: XCTestCase {
     /// The rows of a batch: a receipt per file, through the verbs (as the folder import writes them).
     static func receiptRows(_ w: CatalogWriter, _ batch: [(InputFile, IngestOutcome)]) throws -> Int {
         for case (let input, .ingested(let blob)) in batch {
-            let receipt = Receipt(id: ReceiptID.generateText(), zone: Zone.personal, createdAt: w.now, modifiedAt: w.now)
+            let receipt = Receipt(id: ReceiptID.generate(), zone: Zone.personal, createdAt: w.now, modifiedAt: w.now)
             try w.addReceipt(receipt)
             _ = try w.insertAttachment(receiptID: receipt.id, blob: blob.id, size: blob.size, filename: input.name,
                                        mediaType: blob.mediaType, position: 0)
@@ -140,7 +140,7 @@ final class IngestSpanTests: XCTestCase {
         let told = expectation(description: "the job left behind is abandoned")
         let span = IngestSpan(vault.catalog)
         span.write(IngestSpan.Job(run: { w in
-            try w.addReceipt(Receipt(id: ReceiptID.generateText(), zone: Zone.personal, createdAt: w.now, modifiedAt: w.now))
+            try w.addReceipt(Receipt(id: ReceiptID.generate(), zone: Zone.personal, createdAt: w.now, modifiedAt: w.now))
             throw Refused()
         }, abandon: { XCTFail("the first job was abandoned: \($0)") }))
         // Handed over after the first job failed, or queued behind it: either way it never runs.

@@ -74,11 +74,11 @@ final class KeptStatsTests: XCTestCase {
         let more = try folder.write("in/more.csv", "path,id,merchant\nextra-invoice.txt,\(imported[2].id),Bigger Store\nother.txt,,Hardware\n")
         XCTAssertEqual(try vault.importManifest(more).imported.map(\.existing), [false, true])
         try assertExact("after a manifest import that adds a file to a receipt and changes its merchant")
-        XCTAssertEqual(try vault.search("extra invoice").map(\.receipt.id), [imported[2].id])
-        XCTAssertEqual(try vault.search("bigger").map(\.receipt.id), [imported[2].id])
-        _ = try vault.attach(imported[0].id, paths: [other])
+        XCTAssertEqual(try vault.search("extra invoice").map(\.receipt.id), [imported[2].id.text])
+        XCTAssertEqual(try vault.search("bigger").map(\.receipt.id), [imported[2].id.text])
+        _ = try vault.attach(imported[0].id.text, paths: [other])
         try assertExact("after attach")
-        _ = try vault.edit(imported[1].id, ReceiptMetadata(merchant: "Edited"))
+        _ = try vault.edit(imported[1].id.text, ReceiptMetadata(merchant: "Edited"))
         try assertExact("after edit")
 
         let tools = ExtractorTools(pdftotext: nil, pdftoppm: nil, tesseract: nil, languages: [])
@@ -87,9 +87,9 @@ final class KeptStatsTests: XCTestCase {
         XCTAssertEqual(try vault.stats().pendingIndex, try recounted().pendingIndex)
         XCTAssertGreaterThan(try vault.stats().indexedBlobs, 0)
 
-        _ = try vault.detach(imported[0].id, blob: TestData.sha256(Array("Hardware Store\nhammer 12.00\n".utf8)))
+        _ = try vault.detach(imported[0].id.text, blob: TestData.sha256(Array("Hardware Store\nhammer 12.00\n".utf8)))
         try assertExact("after detach (the manifest's receipt still holds the blob)")
-        _ = try vault.remove(try vault.list().map(\.id).filter { $0 != imported[0].id })
+        _ = try vault.remove(try vault.list().map(\.id).filter { $0 != imported[0].id.text })
         try assertExact("after rm: blobs stay until gc")
         XCTAssertEqual(try vault.stats().receipts, 1)
         XCTAssertEqual(try vault.stats().blobs, 3)
@@ -101,8 +101,8 @@ final class KeptStatsTests: XCTestCase {
         try assertExact("after importing unreferenced blobs with texts again")
         XCTAssertEqual(try vault.stats().blobs, 3)
         XCTAssertEqual(try triggerNames(), triggers, "the import's transaction put every trigger back")
-        XCTAssertEqual(try vault.search("hammer").map(\.receipt.id), [again[0].id], "indexed at once")
-        _ = try vault.remove(again.map(\.id))
+        XCTAssertEqual(try vault.search("hammer").map(\.receipt.id), [again[0].id.text], "indexed at once")
+        _ = try vault.remove(again.map(\.id.text))
         try assertExact("after rm of those")
         _ = try vault.collectGarbage(graceSeconds: 0)
         try assertExact("after gc")
@@ -130,7 +130,7 @@ final class KeptStatsTests: XCTestCase {
             XCTAssertTrue("\($0)".contains("deleteReceipt cannot run in a ledgered transaction"), "\($0)")
         }
         XCTAssertEqual(try triggerNames(), triggers)
-        XCTAssertEqual(try vault.list().map(\.id), [id])
+        XCTAssertEqual(try vault.list().map(\.id), [id.text])
         try assertExact("after the refused transaction")
     }
 

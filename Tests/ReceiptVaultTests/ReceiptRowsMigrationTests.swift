@@ -192,7 +192,7 @@ final class ReceiptRowsMigrationTests: XCTestCase {
         let path = folder.file("vault")
         let vault = try Vault.create(at: path).vault
         let report = try vault.importFiles([try folder.write("in/a.txt", "first receipt"), try folder.write("in/b.txt", "second receipt")])
-        let (a, b) = (report.imported[0].id, report.imported[1].id)
+        let (a, b) = (report.imported[0].id.text, report.imported[1].id.text)
         try vault.catalog.write { db in
             try db.execute(sql: "UPDATE attachments SET receiptID = ? WHERE filename = 'a.txt'", arguments: [b])
         }

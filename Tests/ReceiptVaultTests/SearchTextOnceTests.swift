@@ -43,7 +43,7 @@ final class SearchTextOnceTests: XCTestCase {
     /// Two receipts with their texts read: a café's (two files) and a hardware store's.
     func twoReceipts() throws -> (cafe: String, hardware: String) {
         let ids = try vault.importFiles([try folder.write("in/cafe.txt", "Corner Cafe\nflat white 3.40\n"),
-                                         try folder.write("in/hardware.txt", "Hardware Store\nhammer 12.00\n")]).imported.map(\.id)
+                                         try folder.write("in/hardware.txt", "Hardware Store\nhammer 12.00\n")]).imported.map(\.id.text)
         _ = try vault.attach(ids[0], paths: [try folder.write("in/tip.txt", "gratuity 0.60\n")])
         XCTAssertEqual(try vault.indexText(tools: plain).extracted, 3)
         try assertConsistent("after import, attach and index")

@@ -47,7 +47,7 @@ final class VaultTests: XCTestCase {
         let id = SHA256Hasher.hash(bytes)
         try FileManager.default.createDirectory(atPath: vault.blobs.blobsPath, withIntermediateDirectories: true)
         try Data("not a folder".utf8).write(to: URL(fileURLWithPath: vault.blobs.blobsPath + "/" + id.fanOut))
-        let receipt = "1f2e3d4c-5b6a-4789-9abc-def012345678"
+        let receipt = try XCTUnwrap(ReceiptID("1f2e3d4c-5b6a-4789-9abc-def012345678"))
         XCTAssertThrowsError(try vault.ingestOnce([.bytes(bytes)]) { w, _ in try w.addReceipt(Receipt(id: receipt, zone: Zone.personal, createdAt: w.now, modifiedAt: w.now)) })
         XCTAssertEqual(try count("blobs"), 0, "no row may refer to a blob that is not installed")
         XCTAssertEqual(try count("changes"), 0, "the caller's rows never ran")
@@ -171,7 +171,7 @@ final class VaultTests: XCTestCase {
     func testGCWaitsForAManifestImportThatFoundItsBlobInTheVault() async throws {
         let bytes = TestData.random(5_000, seed: 7)
         let first = try vault.importFiles([try folder.write("in/scan.bin", bytes)])
-        try vault.remove(first.imported.map(\.id))
+        try vault.remove(first.imported.map(\.id.text))
         try folder.write("in/m.csv", "path\nscan.bin\n")
         let gcEnded = DispatchSemaphore(value: 0)
         let other = try Vault.open(at: vault.path)
@@ -195,7 +195,7 @@ final class VaultTests: XCTestCase {
         let big = TestData.random(5_000, seed: 2), small = Array("small".utf8)
         let a = try folder.write("in/big.bin", big), b = try folder.write("in/small.txt", small)
         let report = try vault.importFiles([a, b])
-        try vault.remove(report.imported.map(\.id))
+        try vault.remove(report.imported.map(\.id.text))
         XCTAssertEqual(try count("receipts"), 0)
         XCTAssertEqual(try count("attachments"), 0)
         for bytes in [big, small] {
@@ -222,7 +222,7 @@ final class VaultTests: XCTestCase {
             seen = all.count
         }
         let path = try folder.write("in/a.txt", "a")
-        let id = try XCTUnwrap(try vault.importFiles([path]).imported.first?.id)
+        let id = try XCTUnwrap(try vault.importFiles([path]).imported.first?.id.text)
         try expectNew("upsert", id)
         try vault.edit(id, ReceiptMetadata(merchant: "Acme"))
         try expectNew("upsert", id)
@@ -252,7 +252,7 @@ final class VaultTests: XCTestCase {
     // I8
     func testBadMetadataChangesNothing() throws {
         let path = try folder.write("in/a.pdf", TestData.random(3_000, seed: 9))
-        let id = try XCTUnwrap(try vault.importFiles([path]).imported.first?.id)
+        let id = try XCTUnwrap(try vault.importFiles([path]).imported.first?.id.text)
         let before = try fingerprint()
         let bad: [ReceiptMetadata] = [
             ReceiptMetadata(date: "2025-02-30"), ReceiptMetadata(date: "2025-2-3"), ReceiptMetadata(total: "12,3,4"),
@@ -277,7 +277,7 @@ final class VaultTests: XCTestCase {
 
     func testGoodMetadataIsKeptAsDataIncludingPathLikeText() throws {
         let path = try folder.write("in/a.txt", "a")
-        let id = try XCTUnwrap(try vault.importFiles([path], metadata: ReceiptMetadata(merchant: "../x/\n..", category: "/")).imported.first?.id)
+        let id = try XCTUnwrap(try vault.importFiles([path], metadata: ReceiptMetadata(merchant: "../x/\n..", category: "/")).imported.first?.id.text)
         let view = try vault.show(id)
         XCTAssertEqual(view.merchant, "../x/\n..")
         XCTAssertEqual(view.category, "/")

@@ -27,12 +27,22 @@ extension ServerRules {
         }
     }
 
+    /// A pushed record with its id as the server keeps it: read as a receipt id (either case) and
+    /// written lowercase (RFC 9562), so one receipt is one record whatever the case a client sent. An
+    /// id that is no UUID stays as sent, for `pushRefusal` to refuse.
+    static func canonical(_ record: WirePushRecord) -> WirePushRecord {
+        guard let id = ReceiptID(record.id) else { return record }
+        var record = record
+        record.id = id.text
+        return record
+    }
+
     /// The answer for one pushed record when it may not be saved, nil when it may: an id that is no
     /// UUID, a stale base tag (a conflict carrying the server's version), content that fails
     /// validation, an attachment whose blob the caller has not uploaded (or cannot already read) or
     /// whose size disagrees with the stored one. `blobs` is one per attachment, in order.
     static func pushRefusal(_ record: WirePushRecord, current: StoredRecord?, blobs: [StoredBlob]) throws -> WirePushResult? {
-        guard WireName.isValidRecordID(record.id) else {
+        guard ReceiptID(record.id) != nil else {
             return WirePushResult(id: record.id, status: .rejected, error: "\(record.id) is not a receipt id (a UUID)")
         }
         if let current, current.changeTag != record.baseTag {

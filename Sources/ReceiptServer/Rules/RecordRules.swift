@@ -81,7 +81,7 @@ extension ServerStore {
             try ServerRules.requireWriter(zone.visible, caller: caller)
             return try await ServerRules.withinQuota(tx, accounts: [zone.visible.ownerID]) {
                 var ledger = ServerRules.PushLedger(seq: zone.seq)
-                for record in request.records {
+                for record in request.records.map(ServerRules.canonical) {
                     let current = try await tx.record(zone: zone.visible.id, id: record.id)
                     let attachments = record.receipt?.attachments ?? []
                     var blobs: [ServerRules.StoredBlob] = []

@@ -61,7 +61,7 @@ extension WebRoutes {
                 groups = attachments.map { [$0] }
             }
             let records = groups.map { files in
-                WirePushRecord(id: ReceiptID.generateText(), baseTag: nil,
+                WirePushRecord(id: ReceiptID.generate().text, baseTag: nil,
                                receipt: metadata.receipt(attachments: files, tags: [], createdAt: now, modifiedAt: now))
             }
             if let problem = records.compactMap({ $0.receipt?.validationError() }).first { throw ServerError.bad(problem) }

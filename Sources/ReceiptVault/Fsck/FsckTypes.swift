@@ -31,7 +31,7 @@ enum FsckFix: Sendable, Equatable {
     /// Vault paths others can read (the problem, without advice): take the permissions away.
     case tighten([String], String)
     case recreateZone(String)
-    case recreateReceipt(String)
+    case recreateReceipt(ReceiptID)
     /// The row's encoding or sizes disagree with a good file: record the file as it is.
     case rerecord(BlobID, encoding: BlobEncoding, size: Int64, storedSize: Int64)
     /// A row no receipt refers to whose file is gone: drop the row.

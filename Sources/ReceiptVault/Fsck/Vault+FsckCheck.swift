@@ -18,6 +18,9 @@ extension Vault {
             sink.emit(FsckProblem(.catalog, sha256: sha, receipts: catalog.receipts(ofDamagedAddress: sha),
                                   detail: "the catalog holds a blob row with address '\(sha)' and encoding '\(encoding)', which are not valid"))
         }
+        for (row, id) in snap.malformedReceiptIDs {
+            sink.emit(FsckProblem(.catalog, detail: "receipt row \(row) has the id '\(id.prefix(64))', which is no receipt id (a UUID)"))
+        }
         checkForeignKeys(snap, sink: sink)
 
         // Inline blobs: re-hashed from the catalog, one pass (--quick re-hashes nothing: they are
@@ -119,7 +122,7 @@ extension Vault {
         for receipt in snap.missingReceipts {
             sink.emit(FsckProblem(.catalog, receipts: [receipt],
                                   detail: "attachments refer to receipt \(receipt), which the catalog does not have",
-                                  fix: receipt.count == 36 ? .recreateReceipt(receipt) : nil))
+                                  fix: ReceiptID(receipt).map(FsckFix.recreateReceipt)))
         }
         let other = snap.foreignKeys.filter {
             !($0.table == "receipts" && $0.parent == "zones") && !($0.table == "attachments" && $0.parent == "receipts")

@@ -127,10 +127,10 @@ extension Vault {
         case .adoptOrphan(let id):
             if let verified = try? blobs.verifyEitherEncoding(id) {
                 let receipt = try adoptIntoRecovered([verified])
-                problem.receipts = receipt
-                problem.receipt = receipt.first
+                problem.receipts = receipt.map(\.text)
+                problem.receipt = receipt.first?.text
                 problem.repaired = true
-                problem.detail += "; kept as an attachment of receipt \(receipt.first ?? "?") in zone '\(Zone.recovered)'"
+                problem.detail += "; kept as an attachment of receipt \(receipt.first?.text ?? "?") in zone '\(Zone.recovered)'"
             } else {
                 problem.kind = .corruptBlob
                 if let path = problem.path { quarantineInto(&problem, path) }
@@ -174,15 +174,15 @@ extension Vault {
 
     /// Records good blob files no row described and makes each an attachment of a new receipt in
     /// zone `recovered`. Returns the receipts' ids.
-    func adoptIntoRecovered(_ files: [VerifiedBlob]) throws -> [String] {
+    func adoptIntoRecovered(_ files: [VerifiedBlob]) throws -> [ReceiptID] {
         try ingestOnce(files.sorted { $0.id < $1.id }.map { .adopted($0) }) { w, adopted in
             try w.ensureZone(Zone.recovered)
             return try adopted.map { try Self.insertRecoveredReceipt(w, $0.id, size: $0.size, mediaType: $0.mediaType) }
         }
     }
 
-    static func insertRecoveredReceipt(_ w: CatalogWriter, _ id: BlobID, size: Int64, mediaType: String) throws -> String {
-        let receipt = ReceiptID.generateText()
+    static func insertRecoveredReceipt(_ w: CatalogWriter, _ id: BlobID, size: Int64, mediaType: String) throws -> ReceiptID {
+        let receipt = ReceiptID.generate()
         try w.insertRecoveredReceipt(id: receipt, zone: Zone.recovered,
                                      note: "recovered by `receipt fsck --repair`: blob \(id.hex) was in the vault without a catalog record")
         _ = try w.insertAttachment(receiptID: receipt, blob: id, size: size, filename: "recovered-\(id.hex.prefix(12))" + fileExtension(mediaType),

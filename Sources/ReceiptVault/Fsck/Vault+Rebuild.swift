@@ -108,7 +108,7 @@ extension Vault {
                 // Sizes from the blob rows: an older catalog had none, a damaged one may hold wrong ones.
                 try w.resizeAttachments()
                 for row in salvaged.rows("changes") {
-                    guard let receipt = row["receiptID"] as String?, let zone = row["zone"] as String?,
+                    guard let receipt = (row["receiptID"] as String?).flatMap(ReceiptID.init), let zone = row["zone"] as String?,
                           let kind = (row["kind"] as String?).flatMap(Change.Kind.init(rawValue:)) else { continue }
                     try w.restoreChange(receipt, zone: zone, kind, at: row["at"] as Int64?)
                 }

@@ -7,7 +7,7 @@ public enum InboxFileResult: Sendable {
     /// A new receipt (import's shape).
     case imported(ImportedFile)
     /// Its bytes were already a receipt of the zone (under any name): nothing was added.
-    case duplicate(sha256: String, receipt: String)
+    case duplicate(sha256: String, receipt: ReceiptID)
     /// It changed or went away between the moment it was judged complete and the commit: nothing
     /// was committed, and it is to be judged again.
     case changed

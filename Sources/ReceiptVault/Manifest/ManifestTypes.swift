@@ -139,9 +139,7 @@ struct ManifestMetadata: Equatable {
 struct ManifestReceipt {
     /// The receipt's id, a UUID: its 16 bytes rather than 36 characters on the heap.
     let uuid: UUID
-    /// The id as the catalog writes it (lowercase; Foundation's `uuidString` formats through snprintf
-    /// and upper case, which 100,000 rows notice).
-    var id: String { ReceiptID.text(uuid) }
+    var id: ReceiptID { ReceiptID(uuid) }
 
     /// The id was given in the manifest (so a receipt with that id may already exist and is updated).
     let given: Bool

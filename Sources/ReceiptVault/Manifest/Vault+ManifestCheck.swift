@@ -189,13 +189,10 @@ extension Vault {
                     if let z = zone, !zoneText.isEmpty {
                         do { _ = try Validate.zoneName(z) } catch { bad(Self.message(error)); zone = nil }
                     }
-                    var givenID: String?
-                    var givenUUID: UUID?
+                    var givenID: ReceiptID?
                     if let raw = ManifestMetadata.trimmed(row[.id]), !raw.isEmpty {
-                        if let uuid = ReceiptID.parse(raw) {
-                            givenID = ReceiptID.text(uuid)
-                            givenUUID = uuid
-                        } else {
+                        givenID = ReceiptID(raw)
+                        if givenID == nil {
                             bad("invalid id '\(raw)': expected a receipt UUID such as 1f2e3d4c-5b6a-4789-9abc-def012345678")
                         }
                     }
@@ -223,7 +220,7 @@ extension Vault {
                     var index: Int?
                     var current: ManifestReceipt?
                     if rowProblems.isEmpty {
-                        if let givenID, let givenUUID, let existing = try plan.receipt(given: givenUUID) {
+                        if let givenID, let existing = try plan.receipt(given: givenID.uuid) {
                             var receipt = try plan.receipt(existing)
                             for (column, value) in metadata.values.present where !value.isEmpty {
                                 if let before = receipt.metadata.values[column], !before.isEmpty, before != value {
@@ -245,7 +242,7 @@ extension Vault {
                             index = existing
                             current = receipt
                         } else {
-                            var receipt = ManifestReceipt(uuid: givenUUID ?? ReceiptID.generate(), given: givenID != nil,
+                            var receipt = ManifestReceipt(uuid: (givenID ?? ReceiptID.generate()).uuid, given: givenID != nil,
                                                           firstLine: row.line, zone: zone ?? Zone.personal,
                                                           zoneExplicit: zone != nil, metadata: metadata, exists: false)
                             if let givenID, let storedZone = try Catalog.zone(db, ofReceipt: givenID) {

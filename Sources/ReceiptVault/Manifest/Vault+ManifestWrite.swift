@@ -42,7 +42,7 @@ extension Vault {
                         } else {
                             report.existing += 1
                         }
-                        try each(ImportedFile(id: heldBy ?? ReceiptID.text(row.receiptID), path: row.given, sha256: row.id.hex,
+                        try each(ImportedFile(id: heldBy ?? ReceiptID(row.receiptID), path: row.given, sha256: row.id.hex,
                                               size: row.size, deduplicated: deduplicated, existing: existing))
                     }
                     if row.last { counted.remove(row.receipt) }
@@ -67,7 +67,7 @@ enum ManifestRowOutcome: Sendable {
     /// Its file could not be read again, or changed since it was checked.
     case failed(String)
     /// `heldBy`: the receipt that already held the file under this name (a row without id).
-    case imported(heldBy: String?, deduplicated: Bool, existing: Bool)
+    case imported(heldBy: ReceiptID?, deduplicated: Bool, existing: Bool)
 }
 
 /// What the report needs of a row with a file once its batch committed: not the row itself (its
@@ -232,7 +232,7 @@ final class ManifestRowWriter: @unchecked Sendable {
     /// Inserts a new receipt or applies the manifest's metadata to the existing one. Returns whether
     /// the row changed (and so wrote its outbox entry).
     @discardableResult
-    private func writeReceipt(_ w: CatalogWriter, _ planned: ManifestReceipt, id: String) throws -> Bool {
+    private func writeReceipt(_ w: CatalogWriter, _ planned: ManifestReceipt, id: ReceiptID) throws -> Bool {
         if planned.exists, var stored = try Catalog.receipt(w.db, id) {
             let before = stored
             planned.metadata.apply(to: &stored)
