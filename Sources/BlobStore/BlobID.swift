@@ -42,7 +42,13 @@ public struct BlobID: Hashable, Comparable, Sendable, CustomStringConvertible, C
 
     public init(digest: [UInt8]) {
         precondition(digest.count == 32, "a SHA-256 digest has 32 bytes")
-        func word(_ start: Int) -> UInt64 { digest[start..<start + 8].reduce(0) { $0 << 8 | UInt64($1) } }
+        self = digest.withUnsafeBytes { BlobID(bytes: $0) }
+    }
+
+    /// From the 32 bytes in place (the catalog's column, without an array made of it).
+    public init(bytes: UnsafeRawBufferPointer) {
+        precondition(bytes.count == 32, "a SHA-256 digest has 32 bytes")
+        func word(_ start: Int) -> UInt64 { UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: start, as: UInt64.self)) }
         (w0, w1, w2, w3) = (word(0), word(8), word(16), word(24))
     }
 

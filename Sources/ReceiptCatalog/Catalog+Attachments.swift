@@ -100,7 +100,7 @@ extension Catalog {
         try ReceiptID.fetchOne(db.cachedStatement(sql: """
             SELECT r.id FROM attachments a CROSS JOIN receipts r ON r.rowNumber = a.receiptRow
             WHERE a.sha256 = ? AND a.filename = ? AND r.zone = ? LIMIT 1
-            """), arguments: [id.hex, filename, zone])
+            """), arguments: [id, filename, zone])
     }
 }
 
@@ -142,7 +142,7 @@ extension CatalogWriter {
             try db.cachedStatement(sql: """
                 INSERT INTO attachments(receiptRow, receiptID, sha256, filename, mediaType, position, size)
                 VALUES (?, ?, ?, ?, ?, ?, (SELECT size FROM blobs WHERE sha256 = ?))
-                """).execute(arguments: [row, receiptID, f.sha256.hex, f.filename, f.mediaType, position, f.sha256.hex])
+                """).execute(arguments: [row, receiptID, f.sha256, f.filename, f.mediaType, position, f.sha256])
         }
     }
 }

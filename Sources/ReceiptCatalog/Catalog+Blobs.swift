@@ -9,7 +9,7 @@ extension CatalogWriter {
         let inserted = try statements.run(0, """
             INSERT OR IGNORE INTO blobs(sha256, size, storedSize, encoding, inline, createdAt) VALUES (?, ?, ?, ?, ?, ?)
             """, db) {
-            $0.text(blob.id.hex)
+            $0.bytes(blob.id)
             $0.int(blob.size)
             $0.int(blob.storedSize)
             $0.text(blob.encoding.rawValue)
@@ -26,10 +26,10 @@ extension CatalogWriter {
         try requireTriggers("rerecordBlob")
         if let size {
             try db.execute(sql: "UPDATE blobs SET inline = NULL, encoding = ?, size = ?, storedSize = ? WHERE sha256 = ?",
-                           arguments: [encoding.rawValue, size, storedSize, id.hex])
+                           arguments: [encoding.rawValue, size, storedSize, id])
         } else {
             try db.execute(sql: "UPDATE blobs SET inline = NULL, encoding = ?, storedSize = ? WHERE sha256 = ?",
-                           arguments: [encoding.rawValue, storedSize, id.hex])
+                           arguments: [encoding.rawValue, storedSize, id])
         }
     }
 
@@ -39,7 +39,7 @@ extension CatalogWriter {
     public func deleteBlobIfUnreferenced(_ id: BlobID) throws -> Bool {
         try requireTriggers("deleteBlobIfUnreferenced")
         try db.execute(sql: "DELETE FROM blobs WHERE sha256 = ? AND NOT EXISTS (SELECT 1 FROM attachments WHERE sha256 = ?)",
-                       arguments: [id.hex, id.hex])
+                       arguments: [id, id])
         return db.changesCount > 0
     }
 }
@@ -75,18 +75,18 @@ public struct CatalogCounts: Sendable, Equatable {
 /// Reads of the `blobs` table.
 extension Catalog {
     public static func blob(_ db: Database, _ id: BlobID) throws -> BlobRecord? {
-        try BlobRecord.fetchOne(db.cachedStatement(sql: "SELECT * FROM blobs WHERE sha256 = ?"), arguments: [id.hex])
+        try BlobRecord.fetchOne(db.cachedStatement(sql: "SELECT * FROM blobs WHERE sha256 = ?"), arguments: [id])
     }
 
     /// A cached statement: gc asks this once for every file of the tree.
     public static func hasBlob(_ db: Database, _ id: BlobID) throws -> Bool {
-        try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM blobs WHERE sha256 = ?"), arguments: [id.hex]) != nil
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM blobs WHERE sha256 = ?"), arguments: [id]) != nil
     }
 
     public static func blobSummary(_ db: Database, _ id: BlobID) throws -> BlobSummary? {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT size, storedSize, encoding, inline IS NOT NULL, createdAt FROM blobs WHERE sha256 = ?
-            """), arguments: [id.hex]) else { return nil }
+            """), arguments: [id]) else { return nil }
         return BlobSummary(size: row[0], storedSize: row[1], encoding: try row.decode(atIndex: 2), isInline: row[3],
                            createdAt: row[4])
     }
@@ -96,7 +96,7 @@ extension Catalog {
         guard !ids.isEmpty else { return [] }
         return Set(try BlobID.fetchAll(db, sql: """
             SELECT sha256 FROM blobs WHERE sha256 IN (\(placeholders(ids.count)))
-            """, arguments: StatementArguments(ids.map(\.hex))))
+            """, arguments: StatementArguments(ids)))
     }
 
     /// Calls `body` with each blob row no attachment refers to, by address, one at a time (memory
@@ -109,7 +109,7 @@ extension Catalog {
             """)
         while let row = try rows.next() {
             // A row whose address is not one is fsck's to report, not gc's to remove.
-            guard let id = BlobID(hex: row[0]) else { continue }
+            guard let id = row.blobID(0) else { continue }
             try body(UnreferencedBlob(id: id, storedSize: row[1], isInline: row[2], createdAt: row[3]))
         }
     }
@@ -123,7 +123,7 @@ extension Catalog {
                 WHERE c.path = ? AND c.device = ? AND c.inode = ? AND c.size = ? AND c.mtimeNs = ?
                 """), arguments: [path, Int64(bitPattern: status.device), Int64(bitPattern: status.inode), status.size,
                                   status.mtimeNanoseconds]),
-              let id = BlobID(hex: row[0]) else { return nil }
+              let id = row.blobID(0) else { return nil }
         return (id, row[1])
     }
 }
@@ -131,6 +131,6 @@ extension Catalog {
 extension CatalogWriter {
     /// Forgets the import stat cache's entries naming this content (its row is gone).
     public func forgetImports(of id: BlobID) throws {
-        try db.execute(sql: "DELETE FROM importCache WHERE sha256 = ?", arguments: [id.hex])
+        try db.execute(sql: "DELETE FROM importCache WHERE sha256 = ?", arguments: [id])
     }
 }

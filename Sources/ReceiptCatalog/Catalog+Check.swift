@@ -25,7 +25,7 @@ public struct CatalogCheckSnapshot: Sendable {
     /// Files of the blob tree no row records.
     public var unrecorded: [BlobFile] = []
     /// Blob rows whose address or encoding is not valid, as stored.
-    public var badRows: [(sha256: String, encoding: String)] = []
+    public var badRows: [(sha256: DatabaseValue, encoding: String)] = []
     /// Receipt rows whose id is no receipt id (a UUID), as stored: row number → id.
     public var malformedReceiptIDs: [(row: Int64, id: String)] = []
     /// Attachments whose blob row is absent: address → receipts.
@@ -73,10 +73,9 @@ extension Catalog {
             var s = CatalogCheckSnapshot()
             let rows = try Row.fetchCursor(db, sql: "SELECT sha256, size, storedSize, encoding, inline IS NOT NULL FROM blobs")
             while let row = try rows.next() {
-                let sha: String = row[0]
                 let encodingText: String = row[3]
-                guard let id = BlobID(hex: sha), let encoding = BlobEncoding(rawValue: encodingText) else {
-                    s.badRows.append((sha, encodingText))
+                guard let id = row.blobID(0), let encoding = BlobEncoding(rawValue: encodingText) else {
+                    s.badRows.append((row[0], encodingText))
                     continue
                 }
                 let inline: Bool = row[4]
@@ -92,14 +91,14 @@ extension Catalog {
                 """).map { ($0[0], $0[1] ?? "") }
             let recorded = try db.makeStatement(sql: "SELECT 1 FROM blobs WHERE sha256 = ?")
             for file in files {
-                guard let id = file.id, try Bool.fetchOne(recorded, arguments: [id.hex]) == nil else { continue }
+                guard let id = file.id, try Bool.fetchOne(recorded, arguments: [id]) == nil else { continue }
                 s.unrecorded.append(file)
             }
             let dangling = try Row.fetchCursor(db, sql: """
                 SELECT a.sha256, a.receiptID FROM attachments a
                 WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = a.sha256) ORDER BY a.sha256, a.receiptID
                 """)
-            while let row = try dangling.next() { s.dangling[row[0], default: []].append(row[1]) }
+            while let row = try dangling.next() { s.dangling[Self.shownAddress(row[0]), default: []].append(row[1]) }
             // SQLite's `foreign_key_check`, table by table, but for attachments, whose links are asked
             // in their own key order: attachment → blob is `dangling` above, attachment → receipt the
             // query below. The pragma looked each attachment's blob up at random: 3.9 s of a
@@ -138,15 +137,25 @@ extension Catalog {
     }
 
     /// The receipts that refer to a blob, in attachment order (asked only for a blob with a problem).
-    public func receipts(of id: BlobID) -> [String] { receipts(ofDamagedAddress: id.hex) }
+    public func receipts(of id: BlobID) -> [String] { receipts(ofDamagedAddress: id.databaseValue) }
 
-    /// The receipts whose attachments hold `text` as their blob's address, as stored: for a damaged
+    /// The receipts whose attachments hold `stored` as their blob's address, as stored: for a damaged
     /// blob row, whose address is no `BlobID` (`CatalogCheckSnapshot.badRows`).
-    public func receipts(ofDamagedAddress text: String) -> [String] {
+    public func receipts(ofDamagedAddress stored: DatabaseValue) -> [String] {
         (try? read { db in
             try String.fetchAll(db.cachedStatement(sql: "SELECT receiptID FROM attachments WHERE sha256 = ? ORDER BY position, receiptID"),
-                                arguments: [text])
+                                arguments: [stored])
         }) ?? []
+    }
+
+    /// An address as stored, for a person: its hex digits (those of whatever bytes a damaged row
+    /// holds), or the text of a row that holds text.
+    public static func shownAddress(_ stored: DatabaseValue) -> String {
+        switch stored.storage {
+        case .blob(let bytes): bytes.withUnsafeBytes(BlobID.hexText)
+        case .string(let text): text
+        default: "\(stored)"
+        }
     }
 
     /// Each inline blob's address, recorded size and bytes, one at a time (one read transaction). A
@@ -155,7 +164,7 @@ extension Catalog {
         try read { db in
             let rows = try Row.fetchCursor(db, sql: "SELECT sha256, size, inline FROM blobs WHERE inline IS NOT NULL")
             while let row = try rows.next() {
-                guard let id = BlobID(hex: row[0] as String) else { continue }
+                guard let id = row.blobID(0) else { continue }
                 try body(id, row[1], (row[2] as Data?).map { [UInt8]($0) } ?? [])
             }
         }
@@ -165,7 +174,7 @@ extension Catalog {
     public func unrecorded(_ ids: [BlobID]) throws -> Set<BlobID> {
         try read { db in
             var out = Set<BlobID>()
-            for id in ids where try !BlobRecord.exists(db, key: id.hex) { out.insert(id) }
+            for id in ids where try !BlobRecord.exists(db, key: id) { out.insert(id) }
             return out
         }
     }

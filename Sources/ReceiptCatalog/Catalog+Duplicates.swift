@@ -10,6 +10,6 @@ extension Catalog {
         try ReceiptID.fetchOne(db, sql: """
             SELECT r.id FROM attachments a CROSS JOIN receipts r ON r.rowNumber = a.receiptRow
             WHERE a.sha256 = ? AND r.zone = ? LIMIT 1
-            """, arguments: [blob.hex, zone])
+            """, arguments: [blob, zone])
     }
 }

@@ -104,12 +104,12 @@ final class Ledger {
             // whose attachments are all this transaction's (an unreferenced blob imported again).
             if !newBlobs.contains(blob) {
                 let total = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM attachments WHERE sha256 = ?"),
-                                             arguments: [blob.hex]) ?? 0
+                                             arguments: [blob]) ?? 0
                 guard total == added else { continue }
             }
             referenced += 1
             if anyText, let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT extractor, state FROM blobText WHERE sha256 = ?"),
-                                                   arguments: [blob.hex]) {
+                                                   arguments: [blob]) {
                 textAdded[[row[0], row[1]], default: 0] += 1
             }
         }

@@ -162,7 +162,11 @@ extension CatalogWriter {
         let columns = Set(try db.columns(in: table).map(\.name))
         let names = row.columnNames.filter { columns.contains($0) }
         guard !names.isEmpty else { return false }
-        let values = names.map { row[$0] as DatabaseValue }
+        // An address as an earlier version stored it (hex text) goes in as the 32 bytes of v12.
+        let values = names.map { name -> DatabaseValue in
+            let value = row[name] as DatabaseValue
+            return name == "sha256" ? BlobID.fromDatabaseValue(value)?.databaseValue ?? value : value
+        }
         let quoted = names.map { "\"\($0)\"" }.joined(separator: ", ")
         try db.execute(sql: "INSERT OR \(replace ? "REPLACE" : "IGNORE") INTO \"\(table)\" (\(quoted)) VALUES (\(placeholders(names.count)))",
                        arguments: StatementArguments(values))
@@ -183,7 +187,7 @@ extension CatalogWriter {
 
     /// Whether the catalog has a row for the blob.
     public func hasBlobRow(_ id: BlobID) throws -> Bool {
-        try BlobRecord.exists(db, key: id.hex)
+        try BlobRecord.exists(db, key: id)
     }
 }
 
@@ -191,6 +195,6 @@ extension Catalog {
     /// Every blob address an attachment refers to (text that is no address left out: a rebuilt
     /// catalog's attachments are copied from a damaged one).
     public func referencedBlobs() throws -> Set<BlobID> {
-        Set(try read { db in try String.fetchAll(db, sql: "SELECT DISTINCT sha256 FROM attachments") }.compactMap(BlobID.init(hex:)))
+        Set(try read { db in try DatabaseValue.fetchAll(db, sql: "SELECT DISTINCT sha256 FROM attachments") }.compactMap(BlobID.fromDatabaseValue))
     }
 }

@@ -25,11 +25,11 @@ extension Catalog {
     /// from the first). `among`: only these; `addedUpTo`: only blob rows inserted up to that row (`topBlob`).
     public static func pendingText(_ db: Database, version: String, after: BlobID? = nil, among: [BlobID]? = nil,
                                    addedUpTo upTo: Int64? = nil, limit: Int) throws -> [PendingText] {
-        var arguments: StatementArguments = [after?.hex ?? ""]
+        var arguments: StatementArguments = [after?.databaseValue ?? BlobID.beforeAll]
         var amongSQL = ""
         if let among {
             amongSQL = "AND b.sha256 IN (\(placeholders(max(among.count, 1))))"
-            arguments += StatementArguments(among.isEmpty ? [""] : among.map(\.hex))
+            arguments += among.isEmpty ? [BlobID.beforeAll] : StatementArguments(among)
         }
         if let upTo {
             amongSQL += " AND b.rowid <= ?"
@@ -46,7 +46,7 @@ extension Catalog {
             """, arguments: arguments)
         // A blob row's address is checked when it is written (`insertBlob` takes a `DurableBlob`).
         return rows.compactMap { row in
-            BlobID(hex: row["sha256"] as String).map {
+            row.blobID("sha256").map {
                 PendingText(sha256: $0, mediaType: row["mediaType"] ?? "application/octet-stream", size: row["size"])
             }
         }
@@ -62,7 +62,7 @@ extension Catalog {
               AND EXISTS (SELECT 1 FROM attachments a WHERE a.sha256 = b.sha256)
               AND NOT EXISTS (SELECT 1 FROM blobText t WHERE t.sha256 = b.sha256 AND t.extractor = ?)
             ORDER BY b.rowid LIMIT ?
-            """, arguments: [row, version, limit]).compactMap { row in BlobID(hex: row[1] as String).map { (row[0], $0) } }
+            """, arguments: [row, version, limit]).compactMap { row in row.blobID(1).map { (row[0], $0) } }
     }
 
     /// The blob row inserted last (its rowid and address), nil in a vault without blobs. Rows inserted
@@ -70,12 +70,12 @@ extension Catalog {
     /// a new row the greatest rowid plus one, so a rowid is reused only after the greatest was deleted.
     public static func topBlob(_ db: Database) throws -> (row: Int64, sha256: BlobID)? {
         try Row.fetchOne(db, sql: "SELECT rowid, sha256 FROM blobs ORDER BY rowid DESC LIMIT 1")
-            .flatMap { row in BlobID(hex: row[1] as String).map { (row[0], $0) } }
+            .flatMap { row in row.blobID(1).map { (row[0], $0) } }
     }
 
     /// The address of the blob row `row`, if there is one.
     public static func blobAddress(_ db: Database, row: Int64) throws -> BlobID? {
-        try String.fetchOne(db, sql: "SELECT sha256 FROM blobs WHERE rowid = ?", arguments: [row]).flatMap(BlobID.init(hex:))
+        try BlobID.fetchOne(db, sql: "SELECT sha256 FROM blobs WHERE rowid = ?", arguments: [row])
     }
 
 }
@@ -92,7 +92,7 @@ extension CatalogWriter {
             INSERT INTO blobText(sha256, extractor, state, text, error, extractedAt) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT(sha256) DO UPDATE SET extractor = excluded.extractor, state = excluded.state,
                 text = excluded.text, error = excluded.error, extractedAt = excluded.extractedAt
-            """).execute(arguments: [blob.hex, version, text == nil ? "failed" : "text", text ?? "", error, time ?? now])
+            """).execute(arguments: [blob, version, text == nil ? "failed" : "text", text ?? "", error, time ?? now])
     }
 
     /// Makes every blob pending again (`index --rebuild`); the old texts stay searchable until replaced.
@@ -107,8 +107,8 @@ extension Catalog {
         guard !blobs.isEmpty else { return [:] }
         let rows = try Row.fetchAll(db, sql: """
             SELECT sha256, text FROM blobText WHERE state = 'text' AND sha256 IN (\(placeholders(blobs.count)))
-            """, arguments: StatementArguments(blobs.map(\.hex)))
-        return Dictionary(rows.compactMap { row in BlobID(hex: row["sha256"] as String).map { ($0, row["text"] as String) } },
+            """, arguments: StatementArguments(blobs))
+        return Dictionary(rows.compactMap { row in row.blobID("sha256").map { ($0, row["text"] as String) } },
                           uniquingKeysWith: { a, _ in a })
     }
 }
@@ -126,8 +126,8 @@ extension Catalog {
     /// Every sync runs it: it reads the index `blobText_by_extractedAt`, never the texts themselves.
     public static func textsStored(_ db: Database, version: String, after mark: Millis, _ after: BlobID?,
                                    limit: Int) throws -> [(sha256: BlobID, extractedAt: Millis)] {
-        try Row.fetchAll(db, sql: textsStoredSQL, arguments: [version, mark, mark, after?.hex ?? "", limit])
-            .compactMap { row in BlobID(hex: row["sha256"] as String).map { ($0, row["extractedAt"] as Millis) } }
+        try Row.fetchAll(db, sql: textsStoredSQL, arguments: [version, mark, mark, after?.databaseValue ?? BlobID.beforeAll, limit])
+            .compactMap { row in row.blobID("sha256").map { ($0, row["extractedAt"] as Millis) } }
     }
 
     static let textsStoredSQL = """
@@ -139,16 +139,16 @@ extension Catalog {
     /// Of `among`, the blobs with a text of `version` stored at or before `mark` (ms), in address order.
     public static func textsStored(_ db: Database, version: String, among: [BlobID], upTo mark: Millis) throws -> [BlobID] {
         guard !among.isEmpty else { return [] }
-        return try String.fetchAll(db, sql: """
+        return try BlobID.fetchAll(db, sql: """
             SELECT sha256 FROM blobText WHERE extractor = ? AND extractedAt <= ?
               AND sha256 IN (\(placeholders(among.count))) ORDER BY sha256
-            """, arguments: [version, mark] + StatementArguments(among.map(\.hex))).compactMap(BlobID.init(hex:))
+            """, arguments: [version, mark] + StatementArguments(among))
     }
 
     /// The stored text (or failure) of a blob for `version`.
     public static func storedText(_ db: Database, _ blob: BlobID, version: String) throws -> StoredText? {
         guard let row = try Row.fetchOne(db, sql: "SELECT state, text, error FROM blobText WHERE sha256 = ? AND extractor = ?",
-                                         arguments: [blob.hex, version]) else { return nil }
+                                         arguments: [blob, version]) else { return nil }
         return row["state"] == "failed" ? StoredText(text: nil, error: row["error"]) : StoredText(text: row["text"], error: nil)
     }
 }

@@ -93,7 +93,7 @@ extension CatalogWriter {
             ON CONFLICT (receiptRow, sha256) DO NOTHING
             """, db) {
             $0.receiptID(receiptID)
-            $0.text(blob.hex)
+            $0.bytes(blob)
             $0.text(filename)
             $0.text(mediaType)
             $0.int(Int64(position))
@@ -113,7 +113,7 @@ extension CatalogWriter {
             $0.int(Int64(bitPattern: status.inode))
             $0.int(status.size)
             $0.int(status.mtimeNanoseconds)
-            $0.text(blob.hex)
+            $0.bytes(blob)
         }
     }
 }

@@ -62,7 +62,10 @@ public final class Catalog: Sendable {
     /// Opens an existing catalog. Refuses, before SQLite touches the file, a catalog written by a
     /// newer version or one whose header is not a receipt catalog's; then refuses one SQLite cannot read.
     public static func open(at path: String, access: Access = .readWrite) throws -> Catalog {
-        try inspect(path)
+        if try inspect(path) < schemaVersion {
+            // Before a writer opens it (which changes the file even when the migration then stops).
+            try BlobKeys.refuseUnconvertible(at: path)
+        }
         let pool: any DatabaseWriter
         do {
             switch access {
@@ -151,7 +154,8 @@ public final class Catalog: Sendable {
 
     /// Reads the 100-byte SQLite header without opening the database, so a newer or foreign file is
     /// refused with no change at all (not even a WAL or journal file).
-    public static func inspect(_ path: String) throws {
+    @discardableResult
+    public static func inspect(_ path: String) throws -> Int {
         guard let st = try FileSystem.status(path, followLinks: true) else {
             throw CatalogError(code: .absent, path: path, detail: "")
         }
@@ -180,6 +184,7 @@ public final class Catalog: Sendable {
         if version > schemaVersion {
             throw CatalogError(code: .newerSchema(found: version, known: schemaVersion), path: path, detail: "")
         }
+        return version
     }
 
     /// One read transaction (a consistent snapshot).

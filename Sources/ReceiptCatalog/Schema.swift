@@ -161,6 +161,11 @@ enum Schema {
             // the stored text, in this migration's transaction.
             try SearchIndex.migrate(db)
         }
+        m.registerMigration("v12-blob-keys") { db in
+            // Blob addresses as their 32 bytes in every table and index (`BlobKeys`), in this one
+            // transaction; a catalog holding an address that is no 64 hex digits is refused unchanged.
+            try BlobKeys.migrate(db)
+        }
         return m
     }
 

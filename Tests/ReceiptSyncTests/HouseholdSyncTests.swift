@@ -150,7 +150,7 @@ class HouseholdSyncTests: HouseholdTestCase {
         for member in [alice, bob] {
             let vault = try Vault.open(at: member.vault)
             let refs = try vault.catalog.read { db in
-                try Int.fetchOne(db, sql: "SELECT count(*) FROM attachments WHERE sha256 = ?", arguments: [file.sha256]) ?? -1
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM attachments WHERE sha256 = ?", arguments: [BlobID(hex: file.sha256)]) ?? -1
             }
             XCTAssertEqual(refs, 0)
             try vault.close()

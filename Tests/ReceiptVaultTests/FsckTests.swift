@@ -128,7 +128,7 @@ final class FsckTests: XCTestCase {
         let (vault, report) = try Integrity.vault(in: dir, external: 1)
         let item = report.imported[0]
         try vault.catalog.write { db in
-            try db.execute(sql: "UPDATE blobs SET encoding = 'xz', storedSize = 5 WHERE sha256 = ?", arguments: [item.sha256])
+            try db.execute(sql: "UPDATE blobs SET encoding = 'xz', storedSize = 5 WHERE sha256 = ?", arguments: [BlobID(hex: item.sha256)])
         }
         let found = try await Integrity.fsck(vault.path)
         XCTAssertEqual(found.problems.map(\.kind), [.catalog])
@@ -181,8 +181,8 @@ final class FsckTests: XCTestCase {
         }
         _ = try vault.importFiles((0..<4).map { dir.file("in/big\($0).bin") })
         // Two files are verified at the same moment (whatever else the machine is doing)...
-        let items = try vault.catalog.read { db in try String.fetchAll(db, sql: "SELECT sha256 FROM blobs") }.map {
-            VerifyItem(id: BlobID(hex: $0)!, path: Integrity.blobPath(vault.path, $0), recorded: .identity,
+        let items = try vault.catalog.read { db in try BlobID.fetchAll(db, sql: "SELECT sha256 FROM blobs") }.map {
+            VerifyItem(id: $0, path: Integrity.blobPath(vault.path, $0.hex), recorded: .identity,
                        size: 64 << 20, storedSize: 64 << 20)
         }
         let sink = FsckSink(onProblem: { _ in }, onProgress: { _ in })

@@ -43,15 +43,15 @@ final class GCTests: XCTestCase {
         // Past the grace: the file by its mtime, the inline row by its createdAt.
         Integrity.age(Integrity.blobPath(vault.path, dropExternal.sha256), secondsAgo: 7200)
         try vault.catalog.write { db in
-            try db.execute(sql: "UPDATE blobs SET createdAt = createdAt - 7200000 WHERE sha256 = ?", arguments: [dropInline.sha256])
+            try db.execute(sql: "UPDATE blobs SET createdAt = createdAt - 7200000 WHERE sha256 = ?", arguments: [BlobID(hex: dropInline.sha256)])
         }
         gc = try vault.collectGarbage(graceSeconds: 3600)
         XCTAssertEqual(Set(gc.blobs.map(\.sha256)), [dropExternal.sha256, dropInline.sha256])
         XCTAssertEqual(gc.removedBlobs, 2)
         XCTAssertEqual(gc.reclaimedBytes, dropExternal.size + dropInline.size)
         XCTAssertFalse(FileSystem.exists(Integrity.blobPath(vault.path, dropExternal.sha256)))
-        XCTAssertNil(try vault.catalog.read { try BlobRecord.fetchOne($0, key: dropExternal.sha256) })
-        XCTAssertNil(try vault.catalog.read { try BlobRecord.fetchOne($0, key: dropInline.sha256) })
+        XCTAssertNil(try vault.catalog.read { try BlobRecord.fetchOne($0, key: BlobID(hex: dropExternal.sha256)) })
+        XCTAssertNil(try vault.catalog.read { try BlobRecord.fetchOne($0, key: BlobID(hex: dropInline.sha256)) })
 
         // Everything still referenced is intact, even when old.
         for item in report.imported where item.id != dropExternal.id && item.id != dropInline.id {
@@ -78,7 +78,7 @@ final class GCTests: XCTestCase {
         XCTAssertEqual(json["removedInterim"] as? Int, 1)
         XCTAssertEqual((json["reclaimedBytes"] as? NSNumber)?.int64Value, report.imported[0].size + 3)
         XCTAssertEqual(Integrity.snapshot(vault.path).filter { !$0.key.hasPrefix("catalog.sqlite") }, before)
-        XCTAssertNotNil(try vault.catalog.read { try BlobRecord.fetchOne($0, key: report.imported[0].sha256) })
+        XCTAssertNotNil(try vault.catalog.read { try BlobRecord.fetchOne($0, key: BlobID(hex: report.imported[0].sha256)) })
 
         let real = try ReceiptBinary.run(["--vault", vault.path, "gc", "--grace", "0", "--json"])
         XCTAssertEqual(real.status, 0, real.stderr)

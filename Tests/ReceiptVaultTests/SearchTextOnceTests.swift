@@ -60,7 +60,7 @@ final class SearchTextOnceTests: XCTestCase {
         try vault.catalog.write { db in
             try db.execute(sql: "DROP TRIGGER receiptSearch_text_before_update; DROP TRIGGER receiptSearch_text_update")
             try db.execute(sql: "UPDATE blobText SET text = 'espresso doppio' WHERE sha256 = ?",
-                           arguments: [try blob("Corner Cafe\nflat white 3.40\n").hex])
+                           arguments: [try blob("Corner Cafe\nflat white 3.40\n")])
         }
         let problems = try vault.catalog.searchIndexProblems()
         XCTAssertTrue(problems.contains { $0.contains("the search index is damaged") }, "\(problems)")
@@ -86,7 +86,7 @@ final class SearchTextOnceTests: XCTestCase {
         try assertConsistent("after a text replaced")
         XCTAssertEqual(try found("service"), [cafe])
         XCTAssertEqual(try found("gratuity"), [])
-        try vault.catalog.write { db in try db.execute(sql: "DELETE FROM blobText WHERE sha256 = ?", arguments: [tip.hex]) }
+        try vault.catalog.write { db in try db.execute(sql: "DELETE FROM blobText WHERE sha256 = ?", arguments: [tip]) }
         try assertConsistent("after a text deleted")
         XCTAssertEqual(try found("service"), [])
         try vault.catalog.transaction { w in try w.storeText(of: tip, version: "test-3", text: nil, error: "unreadable") }
@@ -120,7 +120,7 @@ final class SearchTextOnceTests: XCTestCase {
             try w.holdingSearchIndex {
                 try w.db.execute(sql: "UPDATE receipts SET merchant = 'Held Cafe' WHERE id = ?", arguments: [cafe])
                 try w.db.execute(sql: "UPDATE receipts SET note = 'changed twice' WHERE id = ?", arguments: [cafe])
-                try w.db.execute(sql: "UPDATE attachments SET filename = 'pourboire.txt' WHERE sha256 = ?", arguments: [tip.hex])
+                try w.db.execute(sql: "UPDATE attachments SET filename = 'pourboire.txt' WHERE sha256 = ?", arguments: [tip])
                 try w.storeText(of: tip, version: "test-2", text: "service charge", error: nil)
                 try w.db.execute(sql: "DELETE FROM attachments WHERE filename = 'cafe.txt'")
                 try w.db.execute(sql: "UPDATE receipts SET merchant = 'Gone Store' WHERE id = ?", arguments: [hardware])

@@ -14,8 +14,9 @@ extension Vault {
         let catalog = self.catalog
         @Sendable func receipts(_ id: BlobID) -> [String] { catalog.receipts(of: id) }
 
-        for (sha, encoding) in snap.badRows {
-            sink.emit(FsckProblem(.catalog, sha256: sha, receipts: catalog.receipts(ofDamagedAddress: sha),
+        for (stored, encoding) in snap.badRows {
+            let sha = Catalog.shownAddress(stored)
+            sink.emit(FsckProblem(.catalog, sha256: sha, receipts: catalog.receipts(ofDamagedAddress: stored),
                                   detail: "the catalog holds a blob row with address '\(sha)' and encoding '\(encoding)', which are not valid"))
         }
         for (row, id) in snap.malformedReceiptIDs {

@@ -31,7 +31,7 @@ extension Vault {
         var good: [BlobID: VerifiedBlob] = [:]
         var receiptsOf: [String: [String]] = [:]
         for row in salvaged.rows("attachments") {
-            if let sha = row["sha256"] as String?, let receipt = row["receiptID"] as String? { receiptsOf[sha, default: []].append(receipt) }
+            if let sha = row.blobID("sha256")?.hex, let receipt = row["receiptID"] as String? { receiptsOf[sha, default: []].append(receipt) }
         }
         for (item, outcome) in zip(items, outcomes) {
             switch outcome {
@@ -80,7 +80,7 @@ extension Vault {
                 // Blob rows: inline ones whose bytes still hash to their address; external ones whose
                 // file verified above (recorded as the file is).
                 for row in salvaged.rows("blobs") {
-                    guard let sha = row["sha256"] as String?, let id = BlobID(hex: sha) else { continue }
+                    guard let id = row.blobID("sha256") else { continue }
                     if let data = row["inline"] as Data? {
                         let blob = DurableBlob(inline: [UInt8](data))
                         if blob.id == id {
@@ -96,12 +96,14 @@ extension Vault {
                     if (try? w.copy(row, into: "receipts")) == true { counts.receipts += 1 }
                 }
                 for row in salvaged.rows("attachments") {
+                    let stored = row["sha256"] as DatabaseValue
+                    let sha = stored.isNull ? nil : Catalog.shownAddress(stored)
                     if (try? w.copyAttachment(row)) == true {
                         counts.attachments += 1
-                    } else if let sha = row["sha256"] as String?, let receipt = row["receiptID"] as String?,
-                              try !(BlobID(hex: sha).map(w.hasBlobRow) ?? false) {
+                    } else if let sha, let receipt = row["receiptID"] as String?,
+                              try !(BlobID.fromDatabaseValue(stored).map(w.hasBlobRow) ?? false) {
                         if let i = missing.firstIndex(where: { $0.0 == sha }) { missing[i].1.append(receipt) } else { missing.append((sha, [receipt])) }
-                    } else if let sha = row["sha256"] as String? {
+                    } else if let sha {
                         unattached[sha] = (row["mediaType"] as String?) ?? unattached[sha] ?? "application/octet-stream"
                     }
                 }
@@ -120,7 +122,7 @@ extension Vault {
             // end, a row they did not refer to was garbage before (kept for gc as it was); otherwise
             // nobody can tell, and the blob becomes a receipt of zone `recovered`.
             let attachmentsComplete = salvaged.incomplete.isDisjoint(with: ["attachments", "blobs"]) && !salvaged.tables.isEmpty
-            let salvagedRows = Set(salvaged.rows("blobs").compactMap { $0["sha256"] as String? })
+            let salvagedRows = Set(salvaged.rows("blobs").compactMap { $0.blobID("sha256")?.hex })
             let referenced = try fresh.referencedBlobs()
             var adopt: [(BlobID, Int64, String)] = []
             for (id, file) in good.sorted(by: { $0.key < $1.key }) where !referenced.contains(id) {
