@@ -13,7 +13,7 @@ extension BlobID: DatabaseValueConvertible, StatementColumnConvertible {
 
     public static func fromDatabaseValue(_ dbValue: DatabaseValue) -> BlobID? {
         switch dbValue.storage {
-        case .blob(let data) where data.count == 32: BlobID(digest: Array(data))
+        case .blob(let data) where data.count == 32: data.withUnsafeBytes(BlobID.init(bytes:))
         case .string(let text): BlobID(hex: text)
         default: nil
         }
