@@ -61,8 +61,8 @@ class Scale:
         try:
             runs = [body() for _ in range(3 if step in REPEATED else 1)]
             self.cells[step, n] = min(runs)
-            s, rss, _ = self.cells[step, n]
-            self.b.log("%-26s %9d rows %9.3f s %6.0f MB" % (step, n, s, rss / MB))
+            s, rss, cpu = self.cells[step, n]
+            self.b.log("%-26s %9d rows %9.3f s %6.0f MB %9.3f s CPU" % (step, n, s, rss / MB, cpu))
         except Exception as e:  # noqa: BLE001 - a failed cell is reported, the run goes on
             self.cells[step, n] = "FAILED: %s" % e
             self.b.log("%-26s %9d rows FAILED: %s" % (step, n, e))

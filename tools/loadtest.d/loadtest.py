@@ -10,7 +10,9 @@ client, not a vault): its account has a token of its own, and members form house
 is up every member repeats a one-edit sync: upload one small new blob (PUT /v1/blobs), push one
 record — a new receipt, or an edit of one of its own receipts based on its last change tag, with the
 new blob attached — then pull the zone's changes since its token. The time of that whole sequence is
-the one-edit sync latency.
+the one-edit sync latency. The server's CPU per sync (user and system time of the receipt server
+processes over the load, PostgreSQL's own excluded) is the figure to compare two binaries by on a
+shared machine: throughput and latency follow whatever else runs on the same cores.
 
 Backends, in one run: the embedded SQLite catalog (one process); PostgreSQL with one server process;
 PostgreSQL with two processes sharing one database and one blob folder (members spread across both).
@@ -193,6 +195,16 @@ def percentile(values, p):
     return s[min(len(s) - 1, max(0, int(round(p / 100.0 * len(s))) - 1))]
 
 
+def cpu_seconds(procs):
+    """User and system CPU the server processes have used so far (/proc/PID/stat's utime and stime)."""
+    ticks = 0
+    for proc in procs:
+        with open("/proc/%d/stat" % proc.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # the command name in parentheses may hold blanks
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def run_backend(a, backend, receipt, work, cluster):
     data = os.path.join(work, backend + "-data")
     os.makedirs(data)
@@ -228,6 +240,7 @@ def run_backend(a, backend, receipt, work, cluster):
                     owner.request("PUT", "/v1/zones/%s/%s/shares/%s" % (owner.name, zone, m.name),
                                   json.dumps({"role": "write"}).encode())
         log("%s: %d members, %d server process(es), %d s" % (backend, len(members), len(procs), a.seconds))
+        cpu_before = cpu_seconds(procs)
         start = time.monotonic()
         deadline = start + a.seconds
         threads = [threading.Thread(target=m.run, args=(deadline, i)) for i, m in enumerate(members)]
@@ -236,6 +249,7 @@ def run_backend(a, backend, receipt, work, cluster):
         for t in threads:
             t.join()
         elapsed = time.monotonic() - start
+        cpu = cpu_seconds(procs) - cpu_before
         errors = [e for m in members for e in m.errors]
         problems = check(members)
         lat = [x for m in members for x in m.latencies]
@@ -249,7 +263,7 @@ def run_backend(a, backend, receipt, work, cluster):
         return {"backend": backend, "processes": len(procs), "members": len(members), "seconds": elapsed,
                 "syncs": len(lat), "rate": len(lat) / elapsed, "p50": percentile(lat, 50), "p99": percentile(lat, 99),
                 "errors": errors, "problems": problems, "rss": max(rss) if rss else 0,
-                "records": sum(len(m.mine) for m in members)}
+                "records": sum(len(m.mine) for m in members), "cpu": cpu}
     finally:
         for proc in procs:
             proc.terminate()
@@ -342,12 +356,12 @@ def main():
              "cores as the server). %d members in households of %d, all concurrent, %d s per backend. "
              "Command: `%s`." % (platform.node(), os.cpu_count(), platform.release(), os.getloadavg()[0], a.members,
                                 a.household, a.seconds, " ".join(["tools/loadtest"] + sys.argv[1:])), "",
-             "| backend | server processes | one-edit syncs | syncs/s | p50 | p99 | errors | lost or duplicated | server peak RSS |",
-             "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+             "| backend | server processes | one-edit syncs | syncs/s | p50 | p99 | server CPU per sync | errors | lost or duplicated | server peak RSS |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     for r in results:
-        lines.append("| %s | %d | %d | %.0f | %.0f ms | %.0f ms | %d | %s | %.0f MB |" % (
+        lines.append("| %s | %d | %d | %.0f | %.0f ms | %.0f ms | %.2f ms | %d | %s | %.0f MB |" % (
             {"sqlite": "SQLite", "postgres": "PostgreSQL", "postgres2": "PostgreSQL"}[r["backend"]], r["processes"],
-            r["syncs"], r["rate"], 1000 * r["p50"], 1000 * r["p99"], len(r["errors"]),
+            r["syncs"], r["rate"], 1000 * r["p50"], 1000 * r["p99"], 1000 * r["cpu"] / max(1, r["syncs"]), len(r["errors"]),
             "none (%d records checked)" % r["records"] if not r["problems"] else "%d problems" % len(r["problems"]),
             r["rss"] / 1e6))
     for r in results:

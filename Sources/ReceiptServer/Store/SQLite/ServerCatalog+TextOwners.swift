@@ -46,34 +46,54 @@ extension ServerCatalog {
                 UPDATE zones SET recordBytes = (
                     SELECT coalesce(sum(\(StorageUse.recordRowBytes) + coalesce(length(CAST(payload AS BLOB)), 0)), 0)
                     FROM records WHERE zoneID = zones.id);
-                CREATE TRIGGER webRows_search_insert AFTER INSERT ON webRows BEGIN
-                    INSERT INTO webSearch(rowid, meta, text) VALUES (new.docID, new.words, \(ownerTexts(zone: "new.zoneID", id: "new.id")));
-                END;
-                CREATE TRIGGER recordBlobs_search_insert AFTER INSERT ON recordBlobs
-                WHEN \(ownerHasText(zone: "new.zoneID", blob: "new.sha256")) BEGIN
-                    \(refreshDocument(zone: "new.zoneID", id: "new.recordID"))
-                END;
-                CREATE TRIGGER recordBlobs_search_delete AFTER DELETE ON recordBlobs
-                WHEN \(ownerHasText(zone: "old.zoneID", blob: "old.sha256")) BEGIN
-                    \(refreshDocument(zone: "old.zoneID", id: "old.recordID"))
-                END;
-                CREATE TRIGGER blobTexts_search_insert AFTER INSERT ON blobTexts WHEN new.text IS NOT NULL BEGIN
-                    \(refreshDocuments(owner: "new.ownerID", blob: "new.sha256"))
-                END;
-                CREATE TRIGGER blobTexts_search_delete AFTER DELETE ON blobTexts WHEN old.text IS NOT NULL BEGIN
-                    \(refreshDocuments(owner: "old.ownerID", blob: "old.sha256"))
-                END;
+                \(searchTriggers)
                 """)
         }
     }
 
+    static func registerSearchTextsByRecordMigration(_ m: inout DatabaseMigrator) {
+        // The texts of a document were found from the owner's texts, each then matched to the
+        // record's blobs: every text stored, and every push of a blob with one, read all the owner's
+        // texts (a first sync of 10,000 receipts 3.5x as long as before server-texts-per-owner). The
+        // same triggers again, the record's blobs leading (ownerTexts).
+        m.registerMigration("server-web-search-texts-by-record") { db in
+            for name in searchTriggerNames { try db.execute(sql: "DROP TRIGGER \(name)") }
+            try db.execute(sql: searchTriggers)
+        }
+    }
+
+    /// The search documents' triggers over owners' texts, and their names.
+    static let searchTriggerNames = ["webRows_search_insert", "recordBlobs_search_insert", "recordBlobs_search_delete",
+                                     "blobTexts_search_insert", "blobTexts_search_delete"]
+    static let searchTriggers = """
+        CREATE TRIGGER webRows_search_insert AFTER INSERT ON webRows BEGIN
+            INSERT INTO webSearch(rowid, meta, text) VALUES (new.docID, new.words, \(ownerTexts(zone: "new.zoneID", id: "new.id")));
+        END;
+        CREATE TRIGGER recordBlobs_search_insert AFTER INSERT ON recordBlobs
+        WHEN \(ownerHasText(zone: "new.zoneID", blob: "new.sha256")) BEGIN
+            \(refreshDocument(zone: "new.zoneID", id: "new.recordID"))
+        END;
+        CREATE TRIGGER recordBlobs_search_delete AFTER DELETE ON recordBlobs
+        WHEN \(ownerHasText(zone: "old.zoneID", blob: "old.sha256")) BEGIN
+            \(refreshDocument(zone: "old.zoneID", id: "old.recordID"))
+        END;
+        CREATE TRIGGER blobTexts_search_insert AFTER INSERT ON blobTexts WHEN new.text IS NOT NULL BEGIN
+            \(refreshDocuments(owner: "new.ownerID", blob: "new.sha256"))
+        END;
+        CREATE TRIGGER blobTexts_search_delete AFTER DELETE ON blobTexts WHEN old.text IS NOT NULL BEGIN
+            \(refreshDocuments(owner: "old.ownerID", blob: "old.sha256"))
+        END;
+        """
+
     /// The texts the record's zone owner has of the record's blobs (any extractor version; failures
-    /// have none). Its aliases are its own, so the record may be named by any outer alias.
+    /// have none). Its aliases are its own, so the record may be named by any outer alias. CROSS JOIN
+    /// fixes SQLite's loop order: the record's few blobs first, then each one's text by its key (left
+    /// to choose, the planner read every text of the owner). Same texts, same order (blob, version).
     static func ownerTexts(zone: String, id: String) -> String {
         """
-        (SELECT group_concat(ot.text, ' ') FROM recordBlobs ob JOIN zones oz ON oz.id = ob.zoneID
-         JOIN blobTexts ot ON ot.ownerID = oz.ownerID AND ot.sha256 = ob.sha256
-         WHERE ob.zoneID = \(zone) AND ob.recordID = \(id) AND ot.text IS NOT NULL)
+        (SELECT group_concat(ot.text, ' ') FROM recordBlobs ob CROSS JOIN zones oz CROSS JOIN blobTexts ot
+         WHERE oz.id = ob.zoneID AND ot.ownerID = oz.ownerID AND ot.sha256 = ob.sha256
+           AND ob.zoneID = \(zone) AND ob.recordID = \(id) AND ot.text IS NOT NULL)
         """
     }
 

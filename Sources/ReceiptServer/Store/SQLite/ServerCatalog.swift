@@ -128,6 +128,7 @@ public final class ServerCatalog: Sendable {
         registerTextOwnersMigration(&m)
         registerWebRowsByAddedMigration(&m)
         registerWebReviewMigration(&m)
+        registerSearchTextsByRecordMigration(&m)
         return m
     }
 }
