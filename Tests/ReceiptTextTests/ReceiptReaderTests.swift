@@ -181,4 +181,16 @@ final class ReceiptReaderTests: XCTestCase {
         XCTAssertEqual(date?.value, "2018-01-06")
         XCTAssertTrue(DateScanner.dates(in: "12.17.26 PM").isEmpty)
     }
+
+    /// A label matches however the text composes its letters (Ü, or U and a combining diaeresis), as
+    /// strings compare: a decomposed RÜCKGELD is still the change that confirms the total.
+    func testALabelMatchesItsDecomposedSpelling() {
+        let text = "Bäckerei Müller\n03.04.2025 09:12\nSUMME EUR 11,30\nGEGEBEN EUR 20,00\nRÜCKGELD EUR 8,70\n"
+        let decomposed = text.replacingOccurrences(of: "Ü", with: "U\u{0308}")
+        XCTAssertNotEqual(Array(text.utf8), Array(decomposed.utf8))
+        let read = ReceiptReader(order: .dayFirst).read(text)
+        XCTAssertEqual(field(read, .total)?.value, "11.30")
+        XCTAssertEqual(field(read, .total)?.fills, true, "cash less change confirms it")
+        XCTAssertEqual(ReceiptReader(order: .dayFirst).read(decomposed), read)
+    }
 }

@@ -126,6 +126,6 @@ public struct ReceiptReader: Sendable {
 
     static func isDateLine(_ line: String) -> Bool {
         let letters = TotalFinder.lettersOnly(line)
-        return ["DATE", "DATUM", "TARIKH", "FECHA", "DATA"].contains { letters.contains($0) }
+        return ["DATE", "DATUM", "TARIKH", "FECHA", "DATA"].contains { letters.includes($0) }
     }
 }

@@ -1,3 +1,5 @@
+import Glibc
+
 /// Finds the amount a receipt says was paid: the amount of a TOTAL / AMOUNT DUE / TOTAL TTC / SUMME …
 /// line (or of the line under a label that stands alone), how sure the receipt makes it, and its tax.
 enum TotalFinder {
@@ -32,7 +34,7 @@ enum TotalFinder {
         let letters = lines.map(lettersOnly)
         var candidates: [Candidate] = []
         // A tax summary's table (GST SUMMARY … TOTAL 4.60 0.28) sums the tax, not the receipt: its rows are no total.
-        let summary = letters.firstIndex { $0.contains("SUMMARY") || $0.contains("ZUSAMMENFASSUNG") } ?? lines.count
+        let summary = letters.firstIndex { $0.includes("SUMMARY") || $0.includes("ZUSAMMENFASSUNG") } ?? lines.count
         for (index, line) in lines.enumerated().prefix(summary) {
             guard let weight = labelWeight(letters[index]) else { continue }
             if let amount = AmountScanner.amounts(in: line).last(where: { $0.cents > 0 }) {
@@ -70,7 +72,7 @@ enum TotalFinder {
     /// (the card, the exact cash): two prints of one amount are seldom misread alike.
     static func printedAgain(_ total: Int64, besides index: Int, lines: [String], letters: [String]) -> Bool {
         lines.indices.contains { i in
-            i != index && (labelWeight(letters[i]) != nil || paymentLabels.contains { letters[i].contains($0) })
+            i != index && (labelWeight(letters[i]) != nil || paymentLabels.contains { letters[i].includes($0) })
                 && AmountScanner.amounts(in: lines[i]).contains { $0.cents == total }
         }
     }
@@ -81,7 +83,7 @@ enum TotalFinder {
         var count = 0
         for (line, letters) in zip(lines, letters) {
             guard labelWeight(letters) == nil, !["TOTAL", "CASH", "CHANGE", "TENDER", "PAID", "CARD", "VISA"]
-                .contains(where: { letters.contains($0) }), let amount = AmountScanner.amounts(in: line).last else { continue }
+                .contains(where: { letters.includes($0) }), let amount = AmountScanner.amounts(in: line).last else { continue }
             sum += amount.cents
             count += 1
         }
@@ -89,21 +91,21 @@ enum TotalFinder {
     }
 
     static func labelWeight(_ letters: String) -> Double? {
-        guard !otherSums.contains(where: { letters.contains($0) }) || strongLabel(letters) else { return nil }
-        return totalLabels.first(where: { letters.contains($0.label) })?.weight
+        guard !otherSums.contains(where: { letters.includes($0) }) || strongLabel(letters) else { return nil }
+        return totalLabels.first(where: { letters.includes($0.label) })?.weight
     }
 
     /// `TOTAL INCL GST` or `ROUNDED TOTAL` name the amount paid although they also name a tax or rounding.
     static func strongLabel(_ letters: String) -> Bool {
         ["TOTALINCL", "TOTALROUNDED", "ROUNDEDTOTAL", "ROUNDTOTAL", "TOTALAFTERADJ", "TOTALSALESINCL", "NETTOTAL", "NETTTOTAL",
          "GRANDTOTAL", "TOTALTTC", "AMOUNTDUE"]
-            .contains(where: { letters.contains($0) }) && !letters.contains("EXCL") && !letters.contains("SUBTOTAL")
+            .contains(where: { letters.includes($0) }) && !letters.includes("EXCL") && !letters.includes("SUBTOTAL")
     }
 
     /// The first amount on the next three lines that carry no label of their own.
     static func nextAmount(_ lines: [String], _ letters: [String], after index: Int) -> (amount: PrintedAmount, line: String)? {
         for next in lines.indices.dropFirst(index + 1).prefix(3) {
-            if letters[next].count > 3, labelWeight(letters[next]) != nil || otherSums.contains(where: { letters[next].contains($0) }) {
+            if letters[next].count > 3, labelWeight(letters[next]) != nil || otherSums.contains(where: { letters[next].includes($0) }) {
                 return nil
             }
             if let amount = AmountScanner.amounts(in: lines[next]).first(where: { $0.cents > 0 }) { return (amount, lines[next]) }
@@ -142,7 +144,7 @@ enum TotalFinder {
     }
 
     static func amounts(labelled labels: [String], _ lines: [String], _ letters: [String], signed: Bool = false) -> [Int64] {
-        lines.indices.filter { i in labels.contains { letters[i].contains($0) } }
+        lines.indices.filter { i in labels.contains { letters[i].includes($0) } }
             .flatMap { i -> [Int64] in
                 let own = AmountScanner.amounts(in: lines[i])
                 let found = own.isEmpty ? (nextAmount(lines, letters, after: i).map { [$0.amount] } ?? []) : own
@@ -155,8 +157,8 @@ enum TotalFinder {
         let letters = lines.map(lettersOnly)
         var found: [(PrintedAmount, String)] = []
         for (index, line) in lines.enumerated() where ["GST", "VAT", "TAX", "MWST", "TVA", "UST"].contains(where: { letters[index].hasPrefix($0) || letters[index].hasPrefix("TOTAL" + $0) }) {
-            guard !letters[index].contains("INCL"), !letters[index].contains("EXCL"), !letters[index].contains("SUMMARY"),
-                  !letters[index].contains("REG"), !letters[index].contains("ID"), !letters[index].contains("NO") else { continue }
+            guard !letters[index].includes("INCL"), !letters[index].includes("EXCL"), !letters[index].includes("SUMMARY"),
+                  !letters[index].includes("REG"), !letters[index].includes("ID"), !letters[index].includes("NO") else { continue }
             if let amount = AmountScanner.amounts(in: line).last { found.append((amount, line)) }
         }
         let values = Set(found.map(\.0.cents))
@@ -166,5 +168,26 @@ enum TotalFinder {
 
     static func lettersOnly(_ line: String) -> String {
         String(line.uppercased().filter { $0.isLetter })
+    }
+}
+
+extension String {
+    /// Whether `label` occurs in this string as strings compare (canonical equivalence: a decomposed Ü
+    /// is Ü). Foundation's `contains`, which every file of this module sees because Dates.swift imports
+    /// Foundation, bridges both strings to NSString on each call and was a third of `receipt index`'s
+    /// CPU (docs/BENCHMARKS.md). A line of ASCII letters, nearly every line, is one byte a Character,
+    /// so libc's byte search answers the same; any other line is compared Character by Character.
+    func includes(_ label: String) -> Bool {
+        var haystack = self
+        if haystack.withUTF8({ $0.allSatisfy { $0 < 0x80 } }) {
+            return haystack.withCString { h in label.withCString { strstr(h, $0) != nil } }
+        }
+        guard let first = label.first else { return true }
+        var start = startIndex
+        while let found = self[start...].firstIndex(of: first) {
+            if self[found...].starts(with: label) { return true }
+            start = index(after: found)
+        }
+        return false
     }
 }
