@@ -12,7 +12,8 @@ public protocol ServerStorage: AnyObject, Sendable {
     /// `body` returns, rolled back when it throws, its error rethrown as it is) and serialised
     /// against every other write transaction touching the zone it locks (`zone(…, lock: true)`):
     /// SQLite runs one writer at a time, PostgreSQL holds the zone's row lock. A read transaction
-    /// sees committed data; the rules do not rely on one snapshot across its reads.
+    /// is one snapshot of committed data from its first read to its end (SQLite: one reader
+    /// connection in one read transaction; PostgreSQL: REPEATABLE READ).
     func transaction<T: Sendable>(_ access: StorageAccess, _ body: (any StorageTransaction) async throws -> T) async throws -> T
 
     /// After a gc that removed: forgets what the database keeps only until the server has

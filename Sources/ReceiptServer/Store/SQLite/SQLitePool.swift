@@ -1,17 +1,25 @@
 import GRDB
 import NIOConcurrencyHelpers
 
-/// The server catalog's GRDB pool, with one write transaction at a time held across awaits.
+/// The server catalog's GRDB pool, with one write transaction at a time held across awaits, and
+/// read transactions each holding one reader connection across awaits.
 ///
 /// The rules (Rules/) run a transaction as a series of awaited storage calls; GRDB's writer queue
 /// serialises single accesses, not a transaction spanning several. So every write here takes the
 /// writer's turn first: `transaction` holds it from `BEGIN IMMEDIATE` to `COMMIT`, `write` for one
 /// GRDB transaction. Nothing writes through the raw pool (`database`) while the server runs.
+/// `DatabasePool.read` takes a synchronous closure, so a read transaction (`readTransaction`) holds
+/// one of `readers` instead: one snapshot for all its statements, and a page cache SQLite keeps
+/// for the whole transaction (one `pool.read` per statement dropped it whenever a push had committed).
 final class SQLitePool: Sendable {
     let database: DatabasePool
-    private let turn = WriterTurn()
+    private let turn = Turns(1)
+    private let readers: SQLiteReaders
 
-    init(_ database: DatabasePool) { self.database = database }
+    init(_ database: DatabasePool, configuration: Configuration) {
+        self.database = database
+        readers = SQLiteReaders(path: database.path, configuration: configuration)
+    }
 
     func read<T: Sendable>(_ value: @Sendable (Database) throws -> T) async throws -> T {
         try await database.read(value)
@@ -48,17 +56,27 @@ final class SQLitePool: Sendable {
         try database.writeWithoutTransaction(statement)
     }
 
-    func close() throws { try database.close() }
+    /// Runs `body` in one read transaction on a reader held from its first statement to its end.
+    func readTransaction<T>(_ body: (DatabaseQueue) async throws -> T) async throws -> T {
+        try await readers.transaction(body)
+    }
+
+    func close() throws {
+        try readers.close()
+        try database.close()
+    }
 }
 
-/// A first-come first-served turn, awaited without blocking a thread.
-final class WriterTurn: Sendable {
-    private let state = NIOLockedValueBox<(taken: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+/// `count` first-come first-served turns, awaited without blocking a thread.
+final class Turns: Sendable {
+    private let state: NIOLockedValueBox<(free: Int, waiting: [CheckedContinuation<Void, Never>])>
+
+    init(_ count: Int) { state = NIOLockedValueBox((count, [])) }
 
     func take() async {
         await withCheckedContinuation { (next: CheckedContinuation<Void, Never>) in
             let now = state.withLockedValue { state -> Bool in
-                if !state.taken { state.taken = true; return true }
+                if state.free > 0 { state.free -= 1; return true }
                 state.waiting.append(next)
                 return false
             }
@@ -68,7 +86,7 @@ final class WriterTurn: Sendable {
 
     func give() {
         let next = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
-            if state.waiting.isEmpty { state.taken = false; return nil }
+            if state.waiting.isEmpty { state.free += 1; return nil }
             return state.waiting.removeFirst()
         }
         next?.resume()

@@ -6,8 +6,8 @@ import ReceiptCatalog
 extension ServerCatalog {
     public func transaction<T: Sendable>(_ access: StorageAccess, _ body: (any StorageTransaction) async throws -> T) async throws -> T {
         switch access {
-        case .read: return try await body(SQLiteTransaction(pool: pool, writing: false))
-        case .write: return try await pool.transaction { try await body(SQLiteTransaction(pool: pool, writing: true)) }
+        case .read: return try await pool.readTransaction { try await body(SQLiteTransaction(pool: pool, reader: $0)) }
+        case .write: return try await pool.transaction { try await body(SQLiteTransaction(pool: pool, reader: nil)) }
         }
     }
 
@@ -17,14 +17,16 @@ extension ServerCatalog {
     }
 }
 
-/// One transaction's statements: in a write transaction on the writer (inside the open
-/// `BEGIN IMMEDIATE`), in a read one each on a reader.
+/// One transaction's statements, run on this thread: in a write transaction on the writer (inside
+/// the open `BEGIN IMMEDIATE`), in a read one on the reader it holds (inside its open `BEGIN`).
 struct SQLiteTransaction: StorageTransaction {
     let pool: SQLitePool
-    let writing: Bool
+    /// nil in a write transaction.
+    let reader: DatabaseQueue?
 
     func run<T: Sendable>(_ statement: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        writing ? try pool.inTransaction(statement) : try await pool.read(statement)
+        if let reader { return try reader.inDatabase(statement) }
+        return try pool.inTransaction(statement)
     }
 
     func zone(owner: String, name: String, account: Int64, lock: Bool) async throws -> StoredZone? {

@@ -44,7 +44,7 @@ public final class ServerCatalog: Sendable {
             }
             try Self.keepCopyBeforeMigration(pool, catalogPath: FileSystem.join(path, Self.fileName))
             try Self.migrator.migrate(pool)
-            self.pool = SQLitePool(pool)
+            self.pool = SQLitePool(pool, configuration: config)
             self.blobs = store
             self.dataPath = path
         } catch let error as DatabaseError {
