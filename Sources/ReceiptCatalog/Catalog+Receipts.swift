@@ -56,7 +56,7 @@ extension Catalog {
         let digits = prefix.filter { $0 != "-" }
         func bytes(padding pad: Character) -> Data {
             let hex = Array(digits + String(repeating: pad, count: 32 - digits.count))
-            return Data(stride(from: 0, to: 32, by: 2).map { UInt8(String(hex[$0...$0 + 1]), radix: 16)! })
+            return Data(stride(from: 0, to: 32, by: 2).map { UInt8(String(hex[$0...$0 + 1]), radix: 16) ?? 0 })  // digits checked above
         }
         return try ReceiptID.fetchAll(db, sql: "SELECT id FROM receipts WHERE id BETWEEN ? AND ? LIMIT 2",
                                       arguments: [bytes(padding: "0"), bytes(padding: "f")])
