@@ -18,6 +18,13 @@ public struct ReceiptID: Hashable, Comparable, Sendable, CustomStringConvertible
         self.uuid = uuid
     }
 
+    /// The id whose 16 bytes are `bytes` (a column's value read in place; exactly 16 bytes).
+    public init(bytes: UnsafeRawBufferPointer) {
+        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes.prefix(16))) }
+        self.uuid = UUID(uuid: uuid)
+    }
+
     /// The id in `digits` (a column's text read in place), nil when they are not one.
     public init?(utf8 digits: UnsafeBufferPointer<UInt8>) {
         guard let uuid = Self.parse(digits) else { return nil }

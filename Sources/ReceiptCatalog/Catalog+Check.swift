@@ -87,7 +87,7 @@ extension Catalog {
                 }
             }
             s.malformedReceiptIDs = try Row.fetchAll(db, sql: """
-                SELECT rowNumber, CAST(id AS TEXT) FROM receipts WHERE typeof(id) != 'text' OR id NOT GLOB '\(Self.uuidPattern)'
+                SELECT rowNumber, \(ReceiptID.shown("id")) FROM receipts WHERE typeof(id) != 'blob' OR length(id) != 16
                 """).map { ($0[0], $0[1] ?? "") }
             let recorded = try db.makeStatement(sql: "SELECT 1 FROM blobs WHERE sha256 = ?")
             for file in files {
@@ -95,7 +95,7 @@ extension Catalog {
                 s.unrecorded.append(file)
             }
             let dangling = try Row.fetchCursor(db, sql: """
-                SELECT a.sha256, a.receiptID FROM attachments a
+                SELECT a.sha256, \(ReceiptID.shown("a.receiptID")) FROM attachments a
                 WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = a.sha256) ORDER BY a.sha256, a.receiptID
                 """)
             while let row = try dangling.next() { s.dangling[Self.shownAddress(row[0]), default: []].append(row[1]) }
@@ -133,7 +133,7 @@ extension Catalog {
 
     /// Receipts attachments name that the catalog lacks (in the attachments' key order).
     private static func attachmentsWithoutReceipt(_ db: Database) throws -> [String] {
-        try String.fetchAll(db, sql: "SELECT DISTINCT receiptID FROM attachments WHERE receiptRow NOT IN (SELECT rowNumber FROM receipts)")
+        try String.fetchAll(db, sql: "SELECT DISTINCT \(ReceiptID.shown("receiptID")) FROM attachments WHERE receiptRow NOT IN (SELECT rowNumber FROM receipts)")
     }
 
     /// The receipts that refer to a blob, in attachment order (asked only for a blob with a problem).
@@ -143,7 +143,7 @@ extension Catalog {
     /// blob row, whose address is no `BlobID` (`CatalogCheckSnapshot.badRows`).
     public func receipts(ofDamagedAddress stored: DatabaseValue) -> [String] {
         (try? read { db in
-            try String.fetchAll(db.cachedStatement(sql: "SELECT receiptID FROM attachments WHERE sha256 = ? ORDER BY position, receiptID"),
+            try String.fetchAll(db.cachedStatement(sql: "SELECT \(ReceiptID.shown("receiptID")) FROM attachments WHERE sha256 = ? ORDER BY position, receiptID"),
                                 arguments: [stored])
         }) ?? []
     }

@@ -1,3 +1,4 @@
+import Foundation
 import BlobStore
 import GRDB
 
@@ -43,10 +44,22 @@ extension Catalog {
         while let row = try undated.next() { try body(Receipt(row: row), row.decode(atIndex: number)) }
     }
 
-    /// Up to two ids starting with `prefix` (a unique prefix names one receipt; lowercase, as ids are written).
+    /// Up to two ids whose text starts with `prefix` (either case; a unique prefix names one receipt).
+    /// Ids are stored as bytes: the prefix's digits are the range from them padded with `0` to them
+    /// padded with `f` (so an odd number of digits is half a byte's range). A prefix no id's text
+    /// could start with (a dash out of place, a character that is no digit) matches none.
     public static func receiptIDs(_ db: Database, prefixed prefix: String) throws -> [ReceiptID] {
-        try ReceiptID.fetchAll(db, sql: "SELECT id FROM receipts WHERE id >= ? AND id < ? LIMIT 2",
-                            arguments: [prefix, prefix + "\u{FFFF}"])
+        let shape = "00000000-0000-0000-0000-000000000000"
+        guard prefix.count <= shape.count, zip(prefix, shape).allSatisfy({ given, expected in
+            expected == "-" ? given == "-" : given.isASCII && given.isHexDigit
+        }) else { return [] }
+        let digits = prefix.filter { $0 != "-" }
+        func bytes(padding pad: Character) -> Data {
+            let hex = Array(digits + String(repeating: pad, count: 32 - digits.count))
+            return Data(stride(from: 0, to: 32, by: 2).map { UInt8(String(hex[$0...$0 + 1]), radix: 16) ?? 0 })  // digits checked above
+        }
+        return try ReceiptID.fetchAll(db, sql: "SELECT id FROM receipts WHERE id BETWEEN ? AND ? LIMIT 2",
+                                      arguments: [bytes(padding: "0"), bytes(padding: "f")])
     }
 
     /// Calls `body` with the group key, currency and total of each receipt of `scope`, one row at a

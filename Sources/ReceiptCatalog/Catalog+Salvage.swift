@@ -162,10 +162,15 @@ extension CatalogWriter {
         let columns = Set(try db.columns(in: table).map(\.name))
         let names = row.columnNames.filter { columns.contains($0) }
         guard !names.isEmpty else { return false }
-        // An address as an earlier version stored it (hex text) goes in as the 32 bytes of v12.
+        // An address or a receipt id as an earlier version stored it (text) goes in as the bytes of
+        // v12 and v13.
         let values = names.map { name -> DatabaseValue in
             let value = row[name] as DatabaseValue
-            return name == "sha256" ? BlobID.fromDatabaseValue(value)?.databaseValue ?? value : value
+            switch (table, name) {
+            case (_, "sha256"): return BlobID.fromDatabaseValue(value)?.databaseValue ?? value
+            case ("receipts", "id"), (_, "receiptID"): return ReceiptID.fromDatabaseValue(value)?.databaseValue ?? value
+            default: return value
+            }
         }
         let quoted = names.map { "\"\($0)\"" }.joined(separator: ", ")
         try db.execute(sql: "INSERT OR \(replace ? "REPLACE" : "IGNORE") INTO \"\(table)\" (\(quoted)) VALUES (\(placeholders(names.count)))",
@@ -176,7 +181,7 @@ extension CatalogWriter {
     /// A salvaged attachment row, keyed by the row number its receipt has in this catalog (a catalog
     /// before v8 named the receipt by id only); false when the receipt or the blob is not here.
     public func copyAttachment(_ row: Row) throws -> Bool {
-        guard let receipt = row["receiptID"] as String?,
+        guard let receipt = ReceiptID.fromDatabaseValue(row["receiptID"] as DatabaseValue),
               let number = try Int64.fetchOne(db.cachedStatement(sql: "SELECT rowNumber FROM receipts WHERE id = ?"),
                                               arguments: [receipt]) else { return false }
         var values: [String: (any DatabaseValueConvertible)?] = [:]

@@ -65,6 +65,7 @@ public final class Catalog: Sendable {
         if try inspect(path) < schemaVersion {
             // Before a writer opens it (which changes the file even when the migration then stops).
             try BlobKeys.refuseUnconvertible(at: path)
+            try ReceiptIDKeys.refuseUnconvertible(at: path)
         }
         let pool: any DatabaseWriter
         do {

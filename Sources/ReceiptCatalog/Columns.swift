@@ -36,26 +36,49 @@ extension BlobID: DatabaseValueConvertible, StatementColumnConvertible {
     }
 }
 
-/// A receipt id is stored as its lowercase text (the one place that says so: a 16-byte column would
-/// change only this); a row holding anything else is corrupt (fsck reports it, `Catalog.malformedReceiptIDs`).
+/// A receipt id is stored as its 16 bytes (catalog v13, `ReceiptIDKeys`; the one place that says so):
+/// hex only at the edges. A row holding anything else is corrupt (fsck reports it,
+/// `Catalog.malformedReceiptIDs`). The text of catalogs v1–v12 is read too, for the salvage of a
+/// damaged catalog of an earlier version.
 extension ReceiptID: DatabaseValueConvertible, StatementColumnConvertible {
-    public var databaseValue: DatabaseValue { text.databaseValue }
+    public var databaseValue: DatabaseValue { withUnsafeBytes(of: uuid.uuid) { Data($0) }.databaseValue }
 
     public static func fromDatabaseValue(_ dbValue: DatabaseValue) -> ReceiptID? {
-        String.fromDatabaseValue(dbValue).flatMap(ReceiptID.init)
+        switch dbValue.storage {
+        case .blob(let data) where data.count == 16: data.withUnsafeBytes(ReceiptID.init(bytes:))
+        case .string(let text): ReceiptID(text)
+        default: nil
+        }
     }
 
-    /// Read from the statement's column text in place (no `String` per id: `list` reads one per receipt).
+    /// Read from the statement's column in place (no `Data` per id: `list` reads one per receipt).
     public init?(sqliteStatement: SQLiteStatement, index: CInt) {
-        guard sqlite3_column_type(sqliteStatement, index) == SQLITE_TEXT,
-              let text = sqlite3_column_text(sqliteStatement, index) else { return nil }
-        self.init(utf8: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(sqliteStatement, index))))
+        switch sqlite3_column_type(sqliteStatement, index) {
+        case SQLITE_BLOB:
+            guard sqlite3_column_bytes(sqliteStatement, index) == 16,
+                  let bytes = sqlite3_column_blob(sqliteStatement, index) else { return nil }
+            self.init(bytes: UnsafeRawBufferPointer(start: bytes, count: 16))
+        case SQLITE_TEXT:
+            guard let text = sqlite3_column_text(sqliteStatement, index) else { return nil }
+            self.init(utf8: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(sqliteStatement, index))))
+        default:
+            return nil
+        }
+    }
+
+    /// SQL showing the id in column `expression` as a person reads it (lowercase 8-4-4-4-12), and a
+    /// value that is no 16 bytes as its text: what fsck prints of a row it reports.
+    public static func shown(_ expression: String) -> String {
+        let hex = "lower(hex(\(expression)))"
+        let parts = [(1, 8), (9, 4), (13, 4), (17, 4), (21, 12)].map { "substr(\(hex), \($0.0), \($0.1))" }
+        return "CASE WHEN typeof(\(expression)) = 'blob' AND length(\(expression)) = 16 THEN "
+            + parts.joined(separator: " || '-' || ") + " ELSE CAST(\(expression) AS TEXT) END"
     }
 }
 
 extension RowBinder {
     /// A receipt id, bound as the column stores it (`ReceiptID`'s `databaseValue`).
-    public mutating func receiptID(_ id: ReceiptID) { text(id.text) }
+    public mutating func receiptID(_ id: ReceiptID) { uuid(id.uuid) }
 }
 
 extension Row {

@@ -28,13 +28,10 @@ enum BlobKeys {
 
     static func migrate(_ db: Database) throws {
         try refuseWhatIsNoAddress(db)
-        // Every trigger and the search index's view name a table made again here; made again below.
-        for name in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger'") {
-            try db.execute(sql: "DROP TRIGGER \(name.quotedDatabaseIdentifier)")
-        }
-        try db.execute(sql: "DROP VIEW \(SearchIndex.source)")
-        db.add(function: unhex)
-        defer { db.remove(function: unhex) }
+        try Schema.remakingTables(db, with: unhex) { try makeTables(db) }
+    }
+
+    private static func makeTables(_ db: Database) throws {
         try db.execute(sql: """
             CREATE TABLE blobsV12 (
                 \(column.replacingOccurrences(of: "NOT NULL", with: "PRIMARY KEY NOT NULL")),
@@ -89,32 +86,13 @@ enum BlobKeys {
             ALTER TABLE importCacheV12 RENAME TO importCache;
             CREATE INDEX attachments_by_blob ON attachments(sha256);
             CREATE INDEX blobText_by_extractedAt ON blobText(extractor, extractedAt, sha256);
-            CREATE VIEW \(SearchIndex.source) AS \(SearchIndex.documents(where: "1"));
             """)
-        try KeptCounts.createTriggers(db, .row)
-        try SearchIndex.createTriggers(db)
     }
 
     /// Refuses, through a read-only connection, a catalog not yet converted that holds a value that is
     /// no address: the file is left byte for byte as it was (a writer's first open adds a page).
     static func refuseUnconvertible(at path: String) throws {
-        var config = Configuration()
-        config.readonly = true
-        do {
-            let queue = try DatabaseQueue(path: path, configuration: config)
-            defer { try? queue.close() }
-            try queue.read { db in
-                let applied = try db.tableExists("grdb_migrations")
-                    ? try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations") : []
-                if !applied.contains("v12-blob-keys") {
-                    try refuseWhatIsNoAddress(db)
-                }
-            }
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-            throw CatalogError(code: .unreadable, path: path, detail: error.message ?? "\(error.resultCode)")
-        } catch {
-            return  // what a read-only connection cannot do, the migration's own check does
-        }
+        try Schema.refuseReadOnly(at: path, before: "v12-blob-keys", refuseWhatIsNoAddress)
     }
 
     /// A value that is no address cannot be converted: the migration stops before its first change,

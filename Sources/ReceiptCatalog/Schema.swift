@@ -166,6 +166,11 @@ enum Schema {
             // transaction; a catalog holding an address that is no 64 hex digits is refused unchanged.
             try BlobKeys.migrate(db)
         }
+        m.registerMigration(ReceiptIDKeys.identifier) { db in
+            // Receipt ids as their 16 bytes in every table and index (`ReceiptIDKeys`), in this one
+            // transaction; a catalog holding an id that is no UUID, or one id in two cases, is refused unchanged.
+            try ReceiptIDKeys.migrate(db)
+        }
         return m
     }
 

@@ -20,7 +20,7 @@ class HouseholdSyncTests: HouseholdTestCase {
         let vault = try Vault.open(at: member.vault)
         defer { try? vault.close() }
         try vault.catalog.write { db in
-            try db.execute(sql: sql, arguments: [id])
+            try db.execute(sql: sql, arguments: [ReceiptID(id)])
             var change = Change(receiptID: try XCTUnwrap(ReceiptID(id)), zone: zone, kind: .upsert, at: nowMillis())
             try change.insert(db)
         }

@@ -1,4 +1,5 @@
 import BlobStore
+import ReceiptCatalog
 import Dispatch
 import Foundation
 import GRDB
@@ -79,7 +80,7 @@ final class RepairDuringPullTests: HouseholdTestCase {
         let quarantine = second.vault + "/quarantine"
         let aside = try XCTUnwrap(try FileSystem.contents(of: quarantine).first { $0.hasPrefix("catalog-") })
         let old = try DatabaseQueue(path: quarantine + "/" + aside + "/catalog.sqlite")
-        let oldIDs = try await old.read { try String.fetchAll($0, sql: "SELECT id FROM receipts") }
+        let oldIDs = try await old.read { try String.fetchAll($0, sql: "SELECT \(ReceiptID.shown("id")) FROM receipts") }
         try old.close()
         XCTAssertEqual(oldIDs, [own])
 

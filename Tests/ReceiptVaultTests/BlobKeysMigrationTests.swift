@@ -77,7 +77,7 @@ final class BlobKeysMigrationTests: XCTestCase {
     /// What a catalog holds, addresses as hex whatever their type: every table's rows in key order.
     static func contents(_ db: Database) throws -> [String] {
         try ["SELECT rowid, lower(hex(sha256)), size, storedSize, encoding, hex(inline), createdAt FROM blobs ORDER BY rowid",
-             "SELECT receiptRow, lower(hex(sha256)), receiptID, filename, mediaType, position, size FROM attachments ORDER BY 1, 2",
+             "SELECT receiptRow, lower(hex(sha256)), \(ReceiptID.shown("receiptID")), filename, mediaType, position, size FROM attachments ORDER BY 1, 2",
              "SELECT lower(hex(sha256)), extractor, state, text, error, extractedAt FROM blobText ORDER BY 1",
              "SELECT path, device, inode, size, mtimeNs, lower(hex(sha256)) FROM importCache ORDER BY path",
              "SELECT * FROM keptCounts", "SELECT * FROM keptTextCounts ORDER BY 1, 2"].flatMap { sql in
@@ -111,7 +111,7 @@ final class BlobKeysMigrationTests: XCTestCase {
         let vault = try Vault.open(at: path)
         try vault.catalog.read { db in
             XCTAssertEqual(try Self.types(db), ["blob32", "blob32", "blob32", "blob32"])
-            XCTAssertEqual(try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations").last, "v12-blob-keys")
+            XCTAssertTrue(try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations").contains("v12-blob-keys"))
             XCTAssertEqual(try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'"), 29)
             XCTAssertEqual(try ["sourdough", "amoxicillin", "zeitgeist", "scan2"].map { try Self.hits(db, $0) }, hitsBefore)
             // Every row as it was, its address now the bytes the digits spelled.

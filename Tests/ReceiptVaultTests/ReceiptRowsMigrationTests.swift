@@ -105,10 +105,10 @@ final class ReceiptRowsMigrationTests: XCTestCase {
         let vault = try Vault.open(at: path)
         try vault.catalog.read { db in
             XCTAssertEqual(try Int.fetchOne(db, sql: "PRAGMA user_version"), Catalog.schemaVersion)
-            let numbers = try Row.fetchAll(db, sql: "SELECT id, rowNumber FROM receipts").map { ($0[0] as String, $0[1] as Int64) }
+            let numbers = try Row.fetchAll(db, sql: "SELECT \(ReceiptID.shown("id")), rowNumber FROM receipts").map { ($0[0] as String, $0[1] as Int64) }
             XCTAssertEqual(Dictionary(uniqueKeysWithValues: numbers), rowids)
             // Attachments in key order: by receipt row, then address; each keeps its receipt's id beside the row.
-            let attachments = try Row.fetchAll(db, sql: "SELECT receiptRow, receiptID, filename, position FROM attachments")
+            let attachments = try Row.fetchAll(db, sql: "SELECT receiptRow, \(ReceiptID.shown("receiptID")), filename, position FROM attachments")
                 .map { "\($0[0] as Int64) \($0[1] as String) \($0[2] as String) \($0[3] as Int)" }
             let (shared, other) = (SHA256Hasher.hash(p.shared).hex, SHA256Hasher.hash(p.other).hex)
             XCTAssertEqual(attachments, ["1 \(p.cafe) \(shared < other ? "page1.txt 0" : "page2.txt 1")",
@@ -194,7 +194,7 @@ final class ReceiptRowsMigrationTests: XCTestCase {
         let report = try vault.importFiles([try folder.write("in/a.txt", "first receipt"), try folder.write("in/b.txt", "second receipt")])
         let (a, b) = (report.imported[0].id.text, report.imported[1].id.text)
         try vault.catalog.write { db in
-            try db.execute(sql: "UPDATE attachments SET receiptID = ? WHERE filename = 'a.txt'", arguments: [b])
+            try db.execute(sql: "UPDATE attachments SET receiptID = ? WHERE filename = 'a.txt'", arguments: [report.imported[1].id])
         }
         try vault.close()
         let quick = try await Vault.fsck(at: path, options: FsckOptions(quick: true))

@@ -118,13 +118,13 @@ final class SearchTextOnceTests: XCTestCase {
         let tip = try blob("gratuity 0.60\n")
         try vault.catalog.transaction { w in
             try w.holdingSearchIndex {
-                try w.db.execute(sql: "UPDATE receipts SET merchant = 'Held Cafe' WHERE id = ?", arguments: [cafe])
-                try w.db.execute(sql: "UPDATE receipts SET note = 'changed twice' WHERE id = ?", arguments: [cafe])
+                try w.db.execute(sql: "UPDATE receipts SET merchant = 'Held Cafe' WHERE id = ?", arguments: [ReceiptID(cafe)])
+                try w.db.execute(sql: "UPDATE receipts SET note = 'changed twice' WHERE id = ?", arguments: [ReceiptID(cafe)])
                 try w.db.execute(sql: "UPDATE attachments SET filename = 'pourboire.txt' WHERE sha256 = ?", arguments: [tip])
                 try w.storeText(of: tip, version: "test-2", text: "service charge", error: nil)
                 try w.db.execute(sql: "DELETE FROM attachments WHERE filename = 'cafe.txt'")
-                try w.db.execute(sql: "UPDATE receipts SET merchant = 'Gone Store' WHERE id = ?", arguments: [hardware])
-                try w.db.execute(sql: "DELETE FROM receipts WHERE id = ?", arguments: [hardware])
+                try w.db.execute(sql: "UPDATE receipts SET merchant = 'Gone Store' WHERE id = ?", arguments: [ReceiptID(hardware)])
+                try w.db.execute(sql: "DELETE FROM receipts WHERE id = ?", arguments: [ReceiptID(hardware)])
             }
         }
         try assertConsistent("after the held transaction")

@@ -211,7 +211,7 @@ final class VaultTests: XCTestCase {
     func testEveryMutationWritesItsOutboxEntry() throws {
         func changes() throws -> [(String, String)] {
             try vault.catalog.read { db in
-                try Row.fetchAll(db, sql: "SELECT receiptID, kind FROM changes ORDER BY seq").map { ($0[0], $0[1]) }
+                try Row.fetchAll(db, sql: "SELECT \(ReceiptID.shown("receiptID")), kind FROM changes ORDER BY seq").map { ($0[0], $0[1]) }
             }
         }
         var seen = 0
@@ -244,7 +244,7 @@ final class VaultTests: XCTestCase {
         XCTAssertEqual(try changes().count, seen)
         // Every receipt row's latest outbox entry says what it is now.
         let upserts = try vault.catalog.read { db in
-            try String.fetchAll(db, sql: "SELECT id FROM receipts WHERE id NOT IN (SELECT receiptID FROM changes WHERE kind = 'upsert')")
+            try String.fetchAll(db, sql: "SELECT \(ReceiptID.shown("id")) FROM receipts WHERE id NOT IN (SELECT receiptID FROM changes WHERE kind = 'upsert')")
         }
         XCTAssertEqual(upserts, [])
     }

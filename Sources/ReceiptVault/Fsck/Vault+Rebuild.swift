@@ -31,7 +31,7 @@ extension Vault {
         var good: [BlobID: VerifiedBlob] = [:]
         var receiptsOf: [String: [String]] = [:]
         for row in salvaged.rows("attachments") {
-            if let sha = row.blobID("sha256")?.hex, let receipt = row["receiptID"] as String? { receiptsOf[sha, default: []].append(receipt) }
+            if let sha = row.blobID("sha256")?.hex, let receipt = ReceiptID.fromDatabaseValue(row["receiptID"] as DatabaseValue)?.text { receiptsOf[sha, default: []].append(receipt) }
         }
         for (item, outcome) in zip(items, outcomes) {
             switch outcome {
@@ -100,7 +100,7 @@ extension Vault {
                     let sha = stored.isNull ? nil : Catalog.shownAddress(stored)
                     if (try? w.copyAttachment(row)) == true {
                         counts.attachments += 1
-                    } else if let sha, let receipt = row["receiptID"] as String?,
+                    } else if let sha, let receipt = ReceiptID.fromDatabaseValue(row["receiptID"] as DatabaseValue)?.text,
                               try !(BlobID.fromDatabaseValue(stored).map(w.hasBlobRow) ?? false) {
                         if let i = missing.firstIndex(where: { $0.0 == sha }) { missing[i].1.append(receipt) } else { missing.append((sha, [receipt])) }
                     } else if let sha {
@@ -110,7 +110,7 @@ extension Vault {
                 // Sizes from the blob rows: an older catalog had none, a damaged one may hold wrong ones.
                 try w.resizeAttachments()
                 for row in salvaged.rows("changes") {
-                    guard let receipt = (row["receiptID"] as String?).flatMap(ReceiptID.init), let zone = row["zone"] as String?,
+                    guard let receipt = ReceiptID.fromDatabaseValue(row["receiptID"] as DatabaseValue), let zone = row["zone"] as String?,
                           let kind = (row["kind"] as String?).flatMap(Change.Kind.init(rawValue:)) else { continue }
                     try w.restoreChange(receipt, zone: zone, kind, at: row["at"] as Int64?)
                 }
