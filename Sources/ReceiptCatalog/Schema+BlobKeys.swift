@@ -32,7 +32,7 @@ enum BlobKeys {
         for name in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger'") {
             try db.execute(sql: "DROP TRIGGER \(name.quotedDatabaseIdentifier)")
         }
-        try db.execute(sql: "DROP VIEW \(SearchIndex.source)")
+        try db.execute(sql: "DROP VIEW \(SearchIndex.source); DROP VIEW IF EXISTS \(TextOnce.view)")
         db.add(function: unhex)
         defer { db.remove(function: unhex) }
         try db.execute(sql: """
@@ -89,6 +89,7 @@ enum BlobKeys {
             ALTER TABLE importCacheV12 RENAME TO importCache;
             CREATE INDEX attachments_by_blob ON attachments(sha256);
             CREATE INDEX blobText_by_extractedAt ON blobText(extractor, extractedAt, sha256);
+            \(TextOnce.plainViewSQL)
             CREATE VIEW \(SearchIndex.source) AS \(SearchIndex.documents(where: "1"));
             """)
         try KeptCounts.createTriggers(db, .row)
