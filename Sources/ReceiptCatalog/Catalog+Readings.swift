@@ -113,7 +113,7 @@ extension Catalog {
     /// The extracted texts of a receipt's files for `extractor`, in the files' order, with their names.
     public static func texts(_ db: Database, ofRow row: Int64, extractor: String) throws -> [(filename: String, text: String)] {
         try Row.fetchAll(db, sql: """
-            SELECT a.filename, t.text FROM attachments a JOIN blobText t ON t.sha256 = a.sha256 AND t.extractor = ? AND t.state = 'text'
+            SELECT a.filename, t.text FROM attachments a JOIN \(TextOnce.view) t ON t.sha256 = a.sha256 AND t.extractor = ? AND t.state = 'text'
             WHERE a.receiptRow = ? ORDER BY a.position
             """, arguments: [extractor, row]).map { ($0[0], $0[1]) }
     }

@@ -88,11 +88,8 @@ extension CatalogWriter {
         try requireTriggers("storeText")
         // Prepared once: it fires the search index's triggers, which preparing compiles in (`index` and
         // a sync store thousands of texts; docs/DESIGN.md, "Statements prepared once").
-        try db.cachedStatement(sql: """
-            INSERT INTO blobText(sha256, extractor, state, text, error, extractedAt) VALUES (?, ?, ?, ?, ?, ?)
-            ON CONFLICT(sha256) DO UPDATE SET extractor = excluded.extractor, state = excluded.state,
-                text = excluded.text, error = excluded.error, extractedAt = excluded.extractedAt
-            """).execute(arguments: [blob, version, text == nil ? "failed" : "text", text ?? "", error, time ?? now])
+        // A text that is the blob's inline bytes is stored once, in the blob's row (`TextOnce`).
+        try db.cachedStatement(sql: TextOnce.storeSQL).execute(arguments: [blob, version, text == nil ? "failed" : "text", text ?? "", error, time ?? now])
     }
 
     /// Makes every blob pending again (`index --rebuild`); the old texts stay searchable until replaced.
@@ -106,7 +103,7 @@ extension Catalog {
     public static func texts(_ db: Database, _ blobs: [BlobID]) throws -> [BlobID: String] {
         guard !blobs.isEmpty else { return [:] }
         let rows = try Row.fetchAll(db, sql: """
-            SELECT sha256, text FROM blobText WHERE state = 'text' AND sha256 IN (\(placeholders(blobs.count)))
+            SELECT sha256, text FROM \(TextOnce.view) WHERE state = 'text' AND sha256 IN (\(placeholders(blobs.count)))
             """, arguments: StatementArguments(blobs))
         return Dictionary(rows.compactMap { row in row.blobID("sha256").map { ($0, row["text"] as String) } },
                           uniquingKeysWith: { a, _ in a })
@@ -147,7 +144,7 @@ extension Catalog {
 
     /// The stored text (or failure) of a blob for `version`.
     public static func storedText(_ db: Database, _ blob: BlobID, version: String) throws -> StoredText? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT state, text, error FROM blobText WHERE sha256 = ? AND extractor = ?",
+        guard let row = try Row.fetchOne(db, sql: "SELECT state, text, error FROM \(TextOnce.view) WHERE sha256 = ? AND extractor = ?",
                                          arguments: [blob, version]) else { return nil }
         return row["state"] == "failed" ? StoredText(text: nil, error: row["error"]) : StoredText(text: row["text"], error: nil)
     }

@@ -36,7 +36,7 @@ extension BlobID: DatabaseValueConvertible, StatementColumnConvertible {
     }
 }
 
-/// A receipt id is stored as its 16 bytes (catalog v13, `ReceiptIDKeys`; the one place that says so):
+/// A receipt id is stored as its 16 bytes (catalog v14, `ReceiptIDKeys`; the one place that says so):
 /// hex only at the edges. A row holding anything else is corrupt (fsck reports it,
 /// `Catalog.malformedReceiptIDs`). The text of catalogs v1–v12 is read too, for the salvage of a
 /// damaged catalog of an earlier version.

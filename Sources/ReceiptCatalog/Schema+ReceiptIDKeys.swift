@@ -1,7 +1,7 @@
 import BlobStore
 import GRDB
 
-/// Catalog v13: every receipt id is its 16 bytes (a BLOB), not its 36 characters, in every table and
+/// Catalog v14: every receipt id is its 16 bytes (a BLOB), not its 36 characters, in every table and
 /// index that holds one (`receipts` and its two date indexes, `attachments`, the outbox `changes`,
 /// `syncState`); hex only at the edges (`ReceiptID`'s text: the wire, the manifest, what a person
 /// reads). Each id was 37 bytes of a row and of each index entry naming it, now 17. See "Receipt ids
@@ -13,7 +13,7 @@ import GRDB
 /// case by an older pull becomes its canonical lowercase bytes; two ids that would then be one, or
 /// a value that is no UUID, are refused before the first change.
 enum ReceiptIDKeys {
-    static let identifier = "v13-receipt-id-keys"
+    static let identifier = "v14-receipt-id-keys"
 
     /// The tables and their column holding an id, and whether the column is unique.
     static let columns: [(table: String, column: String, unique: Bool)] = [
@@ -150,10 +150,15 @@ extension Schema {
         for name in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger'") {
             try db.execute(sql: "DROP TRIGGER \(name.quotedDatabaseIdentifier)")
         }
-        try db.execute(sql: "DROP VIEW \(SearchIndex.source)")
+        // The text view names blobText and blobs: a table it names cannot be renamed under it.
+        try db.execute(sql: "DROP VIEW \(SearchIndex.source); DROP VIEW IF EXISTS \(TextOnce.view)")
         db.add(function: function)
         defer { db.remove(function: function) }
         try body()
+        // Made again as the catalog's version has it: before v13 the stored text as it is, from v13
+        // the text cut from its blob's inline bytes, with the triggers that keep it.
+        let textOnce = try db.columns(in: "blobText").contains { $0.name == "inlineStart" }
+        try db.execute(sql: textOnce ? TextOnce.viewSQL + TextOnce.triggersSQL : TextOnce.plainViewSQL)
         let documents = SearchIndex.documents(where: "1")
         try db.execute(sql: "CREATE VIEW \(SearchIndex.source) AS \(documents)")
         try KeptCounts.createTriggers(db, .row)

@@ -166,6 +166,11 @@ enum Schema {
             // transaction; a catalog holding an address that is no 64 hex digits is refused unchanged.
             try BlobKeys.migrate(db)
         }
+        m.registerMigration("v13-plain-text-once") { db in
+            // A text that is its blob's own inline bytes is stored once, in the blob's row (`TextOnce`):
+            // the rows that are converted in this transaction, the search index kept as it is.
+            try TextOnce.migrate(db)
+        }
         m.registerMigration(ReceiptIDKeys.identifier) { db in
             // Receipt ids as their 16 bytes in every table and index (`ReceiptIDKeys`), in this one
             // transaction; a catalog holding an id that is no UUID, or one id in two cases, is refused unchanged.

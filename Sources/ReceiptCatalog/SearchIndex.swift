@@ -40,7 +40,7 @@ enum SearchIndex {
         SELECT r.rowNumber AS rowNumber, r.merchant AS merchant, r.category AS category, r.note AS note,
                r.tags AS tags, r.claim AS claim,
                (SELECT group_concat(a.filename, ' ') FROM attachments a WHERE a.receiptRow = r.rowNumber\(leaving.attachment)) AS files,
-               (SELECT group_concat(t.text, ' ') FROM attachments a CROSS JOIN blobText t ON t.sha256 = a.sha256
+               (SELECT group_concat(t.text, ' ') FROM attachments a CROSS JOIN \(TextOnce.view) t ON t.sha256 = a.sha256
                 WHERE a.receiptRow = r.rowNumber AND t.state = 'text'\(leaving.attachment)\(leaving.text)) AS body
         FROM receipts r WHERE \(condition)
         """
@@ -88,6 +88,8 @@ enum SearchIndex {
             DROP TABLE searchPending;
             CREATE TABLE searchPending (receipt INTEGER PRIMARY KEY);
             DELETE FROM searchHold;
+            DROP VIEW IF EXISTS \(TextOnce.view);
+            \(TextOnce.plainViewSQL)
             CREATE VIEW receiptSearchSource AS \(documents(where: "1"));
             CREATE VIRTUAL TABLE receiptSearch USING fts5(
                 \(columns), content = '\(source)', content_rowid = 'rowNumber',

@@ -39,8 +39,8 @@ final class ReceiptIDKeysMigrationTests: XCTestCase {
             try extra(db)
         }
         let queue = try DatabaseQueue(path: FileSystem.join(path, Catalog.fileName))
-        try Schema.migrator.migrate(queue, upTo: "v12-blob-keys")
-        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA user_version = 13") }
+        try Schema.migrator.migrate(queue, upTo: "v13-plain-text-once")
+        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA user_version = 14") }
         try queue.close()
     }
 
@@ -131,7 +131,7 @@ final class ReceiptIDKeysMigrationTests: XCTestCase {
     func testAnIDThatIsNoUUIDOrOneIDInTwoCasesIsRefusedAndTheFileLeftAsItWas() async throws {
         let cases: [(String, String)] = [
             ("INSERT INTO changes(receiptID, zone, kind, at) VALUES ('banana', 'personal', 'upsert', 9)",
-             "table changes holds the receipt id 'banana', which is no UUID (migration v13-receipt-id-keys)"),
+             "table changes holds the receipt id 'banana', which is no UUID (migration v14-receipt-id-keys)"),
             ("INSERT INTO receipts(id, zone, tags, createdAt, modifiedAt) VALUES ('\(Self.shouted)', 'personal', '[]', 1, 1), "
                 + "(lower('\(Self.shouted)'), 'personal', '[]', 1, 1)",
              "table receipts holds the receipt ids '\(Self.shouted)' and '\(Self.shouted.lowercased())', one id in two cases"),
@@ -150,7 +150,7 @@ final class ReceiptIDKeysMigrationTests: XCTestCase {
             }
             let raw = try DatabaseQueue(path: catalogPath)
             let (version, types) = try await raw.read { db in (try Int.fetchOne(db, sql: "PRAGMA user_version"), try Self.types(db)) }
-            XCTAssertEqual(version, 13)
+            XCTAssertEqual(version, 14)
             XCTAssertEqual(types.filter { $0.contains("blob") }, [])
             try raw.close()
         }

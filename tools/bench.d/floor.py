@@ -21,7 +21,7 @@ DOCUMENT = """
 INSERT INTO receiptSearch(rowid, merchant, category, note, tags, claim, files, body)
 SELECT r.rowid, r.merchant, r.category, r.note, r.tags, r.claim,
        (SELECT group_concat(a.filename, ' ') FROM attachments a WHERE a.receiptRow = r.rowid),
-       (SELECT group_concat(t.text, ' ') FROM attachments a JOIN blobText t ON t.sha256 = a.sha256
+       (SELECT group_concat(t.text, ' ') FROM attachments a JOIN blobTextRead t ON t.sha256 = a.sha256
         WHERE a.receiptRow = r.rowid AND t.state = 'text')
 FROM receipts r WHERE r.rowid BETWEEN %d AND %d;
 """
