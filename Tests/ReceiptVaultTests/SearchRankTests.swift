@@ -1,4 +1,5 @@
 import Foundation
+import BlobStore
 import GRDB
 import ReceiptCatalog
 import ReceiptText
@@ -59,7 +60,7 @@ final class SearchRankTests: XCTestCase {
                             FROM receiptSearch JOIN receipts r ON r.rowid = receiptSearch.rowid
                             WHERE receiptSearch MATCH ? AND \(filter)
                             ORDER BY score DESC, r.date DESC, r.id LIMIT ?
-                            """, arguments: arguments).map { "\($0["id"] as String) \(($0["score"] as Double).bitPattern)" }
+                            """, arguments: arguments).map { "\(($0["id"] as ReceiptID).text) \(($0["score"] as Double).bitPattern)" }
                     }
                     let found = try vault.catalogRead { db in
                         try Catalog.search(db, match: match, scope: scope, limit: limit).map { "\($0.receiptID) \($0.score.bitPattern)" }
