@@ -7,8 +7,10 @@ receipts (BatchBudget.spanItemsLimit), each with its blob rows, receipts, attach
 and the search index's rows (one INSERT ... SELECT, as the ingest's ledger builds them once per span),
 under the same pragmas (WAL, synchronous FULL). No file is read, nothing is hashed, no receipt code
 runs: it is what SQLite itself costs for those rows.
-list, search, fsck --quick: the statements those commands run, in the sqlite3 shell on the vault's
-catalog (read-only). receipt's figure is then printed as a ratio to the floor's, same run.
+list, search, stats, fsck --quick: the statements those commands run, in the sqlite3 shell on the
+vault's catalog (read-only). gc: its one statement (the blob rows no attachment names) and a walk of
+the blob tree by `find`, without gc's look-up of each file in the catalog (a lower floor than the work).
+receipt's figure is then printed as a ratio to the floor's, same run.
 """
 import os
 import shutil
@@ -42,6 +44,15 @@ SELECT rowid, snippet(receiptSearch, -1, '[', ']', '…', 12) FROM receiptSearch
 WHERE receiptSearch MATCH 'tesco sourdough' AND rowid IN (
     SELECT rowid FROM receiptSearch WHERE receiptSearch MATCH 'tesco sourdough'
     ORDER BY bm25(receiptSearch, 5.0, 2.0, 1.0, 2.0, 2.0, 1.5, 1.0) LIMIT 20);
+"""
+STATS = """
+SELECT receipts, attachments, blobs, externalBlobs, inlineBlobs, logicalBytes, storedBytes, referencedBlobs
+FROM keptCounts WHERE one = 1;
+SELECT extractor, state, blobs FROM keptTextCounts WHERE blobs <> 0;
+"""
+GC = """
+SELECT sha256, storedSize, inline IS NOT NULL, createdAt FROM blobs b
+WHERE NOT EXISTS (SELECT 1 FROM attachments a WHERE a.sha256 = b.sha256) ORDER BY sha256;
 """
 
 
@@ -120,8 +131,30 @@ class Floor:
 
     def query(self, step, n, vault):
         catalog = os.path.join(vault, "catalog.sqlite")
-        sql = {"list (one month)": LIST, "search": SEARCH, "fsck --quick": None}[step]
-        return self.shell(catalog, sql or fsck_quick_sql(catalog), "%s-%d" % (step.split()[0], n))
+        sql = {"list (one month)": LIST, "search": SEARCH, "stats": STATS, "gc (nothing to collect)": GC,
+               "fsck --quick": None}[step]
+        tag = "%s-%d" % (step.split()[0], n)
+        if step.startswith("gc"):
+            return self.gc(catalog, os.path.join(vault, "blobs"), tag)
+        return self.shell(catalog, sql or fsck_quick_sql(catalog), tag)
+
+    def gc(self, catalog, blobs, tag):
+        script = self.b.path("floor-%s.sql" % tag)
+        with open(script, "w") as f:
+            f.write(GC)
+        walk = "%s -readonly -bail %s '.read %s' && find %s -type f" % (self.sqlite3, catalog, script, blobs)
+        return self.b.run(["sh", "-c", walk], "sqlite3", out=self.b.path("floor-%s.out" % tag))
+
+    def catalog_bytes(self, vault):
+        """The catalog's bytes on disk (file and WAL) and its five largest tables or indexes by dbstat."""
+        catalog = os.path.join(vault, "catalog.sqlite")
+        size = sum(os.path.getsize(p) for p in (catalog, catalog + "-wal") if os.path.exists(p))
+        with sqlite3.connect("file:%s?mode=ro" % catalog, uri=True) as db:
+            try:
+                top = db.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT 5").fetchall()
+            except sqlite3.OperationalError:  # a Python sqlite3 built without SQLITE_ENABLE_DBSTAT_VTAB
+                top = []
+        return size, top
 
 
 def _counts(catalog):

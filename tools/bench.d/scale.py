@@ -6,8 +6,9 @@ over all six years at every size). For each size: `init --compression none`, the
 /usr/bin/time -v: the manifest import, `list` of one month, `index` (text extraction, for search),
 `search`, `stats`, `fsck --quick`, `fsck`, `gc` with nothing to collect, and a one-edit `sync`
 (after an untimed first sync that pushes the whole vault to a server on 127.0.0.1).
-Import, list, search and fsck --quick are each followed by the engine's floor (floor.py: the sqlite3 shell
-alone on the same rows) and their ratio to it is printed (issue 35).
+Import, list, search, stats, fsck --quick and gc are each followed by the engine's floor (floor.py: the
+sqlite3 shell alone on the same rows) and their ratio to it is printed (issue 35), with the catalog's
+bytes after indexing and its largest tables (compare two binaries' runs with --receipt).
 Prints a table of seconds and peak RSS per command and size, with each figure's growth between the
 two largest sizes, and checks the targets of issue 17.
 """
@@ -26,10 +27,11 @@ MB = 1e6
 STEPS = ["import --manifest", "list (one month)", "index", "search", "stats", "fsck --quick", "fsck",
          "gc (nothing to collect)", "sync (first, whole vault)", "sync (one edit)"]
 # The sqlite3 shell alone on the same rows (floor.py), and the ratio issue 35 asks of each.
-FLOORED = {"import --manifest": 1.3, "list (one month)": 1.5, "search": 1.5, "fsck --quick": 1.5}
+FLOORED = {"import --manifest": 1.3, "list (one month)": 1.5, "search": 1.5, "stats": 1.5, "fsck --quick": 1.5,
+           "gc (nothing to collect)": 1.5}
 # Best of 3 for the commands that take a fraction of a second: one slow run on a shared machine says
 # more about the machine than about the command.
-REPEATED = {"list (one month)", "search", "stats", "sync (one edit)"} | {"floor: " + s for s in FLOORED if s != "import --manifest"}
+REPEATED = {"list (one month)", "search", "stats", "gc (nothing to collect)", "sync (one edit)"} | {"floor: " + s for s in FLOORED if s != "import --manifest"}
 TARGETS = {"list (one month)": 0.1, "search": 0.1, "stats": 0.1, "fsck --quick": 10, "gc (nothing to collect)": 10,
            "sync (one edit)": 0.05}
 
@@ -55,6 +57,7 @@ def subset(root, rows, n):
 class Scale:
     def __init__(self, bench, sizes, skip=()):
         self.b, self.sizes, self.cells, self.skip = bench, sizes, {}, set(skip)  # cells: (step, size) -> (s, rss, cpu) or note
+        self.catalog = {}  # size -> the catalog's bytes after import and index
         self.floor = floor.Floor(bench)
 
     def cell(self, step, n, body):
@@ -84,11 +87,17 @@ class Scale:
             self.cell("search", n, lambda: b.run(
                 b.rc(vault, "search", "tesco", "sourdough", "--limit", "20", "--json"), "receipt", out=b.path("search.json")))
             self.cell("floor: search", n, lambda: self.floor.query("search", n, vault))
+        size, top = self.floor.catalog_bytes(vault)
+        self.catalog[n] = size
+        b.log("catalog %d rows: %s bytes; largest: %s" % (n, "{:,}".format(size), ", ".join(
+            "%s %.1f MB" % (name, pages / MB) for name, pages in top)))
         self.cell("stats", n, lambda: b.run(b.rc(vault, "stats", "--json"), "receipt"))
+        self.cell("floor: stats", n, lambda: self.floor.query("stats", n, vault))
         self.cell("fsck --quick", n, lambda: b.run(b.rc(vault, "fsck", "--quick"), "receipt", timeout=timeout))
         self.cell("floor: fsck --quick", n, lambda: self.floor.query("fsck --quick", n, vault))
         self.cell("fsck", n, lambda: b.run(b.rc(vault, "fsck"), "receipt", timeout=timeout))
         self.cell("gc (nothing to collect)", n, lambda: b.run(b.rc(vault, "gc"), "receipt", timeout=timeout))
+        self.cell("floor: gc (nothing to collect)", n, lambda: self.floor.query("gc (nothing to collect)", n, vault))
         if "sync" in self.skip:
             self.cells["sync (first, whole vault)", n] = self.cells["sync (one edit)", n] = "skipped (--skip sync)"
         else:
@@ -159,6 +168,9 @@ class Scale:
                     growth = "time ×%.1f, RSS ×%.1f" % (z[0] / max(a[0], 0.01), z[1] / max(a[1], 1))
                 growth = " %s |" % (growth or "–")
             out.append("| %s | %s |%s" % (step, " | ".join(cells), growth))
+        bytes_ = [self.catalog.get(n) for n in self.sizes]
+        growth = " ×%.1f |" % (bytes_[-1] / bytes_[-2]) if big and all(bytes_[-2:]) else (" – |" if big else "")
+        out.append("| catalog bytes | %s |%s" % (" | ".join("{:,}".format(x) if x else "–" for x in bytes_), growth))
         return out
 
     def targets(self):
