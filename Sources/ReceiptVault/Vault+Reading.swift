@@ -47,16 +47,20 @@ extension Vault {
                         guard !texts.isEmpty else { continue }
                         let text = texts.map(\.text).joined(separator: "\n")
                         var reader = ReceiptReader(order: locale, merchantAliases: aliases)
-                        // A merchant's own day order, once a person confirmed one, outranks the vault's.
-                        let merchant = receipt.merchant ?? reader.read(text).first { $0.field == .merchant }?.value
-                        if let merchant, let order = try Catalog.dateOrder(db, merchantKey: ReceiptReader.aliasKey(merchant)) {
+                        var proposals = reader.read(text)
+                        // A merchant's own day order, once a person confirmed one, outranks the vault's: the
+                        // text is read again in it (the merchant read does not depend on the order).
+                        let merchant = receipt.merchant ?? proposals.first { $0.field == .merchant }?.value
+                        if let merchant, let order = try Catalog.dateOrder(db, merchantKey: ReceiptReader.aliasKey(merchant)),
+                           DateOrder(rawValue: order) != reader.order {
                             reader.order = DateOrder(rawValue: order)
+                            proposals = reader.read(text)
                         }
                         // What an earlier reading filled and no one changed stays filled (and under review).
                         var reading = try Catalog.readings(db, ofRows: [row])[row]?.pending(in: receipt) ?? ReceiptReading(extractor: version, fields: [:])
                         reading.extractor = version
                         var filledNow = false
-                        for proposal in reader.read(text) where Self.readFields.contains(proposal.field) {
+                        for proposal in proposals where Self.readFields.contains(proposal.field) {
                             let name = proposal.field.rawValue
                             guard receipt.value(ofRead: name) == nil else { continue }
                             let fill = proposal.fills && (try? Self.canonical(proposal.field, proposal.value)) != nil

@@ -32,21 +32,42 @@ public enum AmountScanner {
         "CZK": "CZK", "KČ": "CZK", "INR": "INR", "₹": "INR",
     ]
 
-    /// Every amount of `line`, left to right.
+    /// `codes` as Characters and, when ASCII, bytes, longest first: of two codes a print ends in
+    /// (`US$`, `S$`) the longer is the one printed.
+    static let codeMarks: [CodeMark] = codes.map { code, currency in
+        CodeMark(chars: Array(code), bytes: code.isASCIIOnly ? Array(code.utf8) : nil, currency: currency)
+    }.sorted { $0.chars.count > $1.chars.count }
+
+    struct CodeMark: Sendable {
+        let chars: [Character]
+        let bytes: [UInt8]?
+        let currency: String
+    }
+
+    /// Every amount of `line`, left to right. An ASCII line is read as its bytes, each one Character:
+    /// asking Unicode's tables of each Character was the most of reading a receipt's amounts.
     public static func amounts(in line: String) -> [PrintedAmount] {
-        let chars = Array(line.uppercased())
+        // An amount starts with a digit: a line without one (half a receipt's) is not read.
+        guard line.utf8.contains(where: \.isASCIIDigit) else { return [] }
+        if line.isASCIIOnly {
+            return amounts(in: line.utf8.map { $0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z") ? $0 - 0x20 : $0 })
+        }
+        return amounts(in: Array(line.uppercased()))
+    }
+
+    static func amounts<Unit: PrintUnit>(in chars: [Unit]) -> [PrintedAmount] {
         var found: [PrintedAmount] = []
         var index = 0
         while index < chars.count {
-            guard chars[index].isASCII, chars[index].isNumber, index == 0 || !isNumberPart(chars[index - 1]) else {
+            guard chars[index].ascii.isASCIIDigit, index == 0 || !isNumberPart(chars[index - 1]) else {
                 index += 1
                 continue
             }
             var end = index
             while end < chars.count, isNumberPart(chars[end]) { end += 1 }
             // A trailing separator belongs to the sentence, not the number ("total 12.30.").
-            while end > index, chars[end - 1] == "." || chars[end - 1] == "," { end -= 1 }
-            if let cents = cents(String(chars[index..<end])), !isTime(chars, start: index, end: end) {
+            while end > index, chars[end - 1].ascii == UInt8(ascii: ".") || chars[end - 1].ascii == UInt8(ascii: ",") { end -= 1 }
+            if let cents = cents(chars[index..<end].map(\.ascii)), !isTime(chars, start: index, end: end) {
                 let before = prefix(chars, before: index)
                 let after = suffix(chars, after: end)
                 let negative = before.minus || after.minus
@@ -59,55 +80,58 @@ public enum AmountScanner {
         return found
     }
 
-    static func isNumberPart(_ c: Character) -> Bool {
-        (c.isASCII && c.isNumber) || c == "." || c == "," || c == "'"
+    static func isNumberPart<Unit: PrintUnit>(_ c: Unit) -> Bool {
+        let byte = c.ascii
+        return byte.isASCIIDigit || byte == UInt8(ascii: ".") || byte == UInt8(ascii: ",") || byte == UInt8(ascii: "'")
     }
 
     /// The value of `12.30`, `1,234.56`, `1.234,56`, `1'234.56`, `12,30` in cents; nil unless it ends in a
-    /// separator and exactly two digits and its groups of thousands are of three digits.
-    static func cents(_ text: String) -> Int64? {
-        let chars = Array(text)
+    /// separator and exactly two digits and its groups of thousands are of three digits. `chars` are
+    /// ASCII (what `isNumberPart` takes), so bytes.
+    static func cents(_ chars: [UInt8]) -> Int64? {
         guard chars.count >= 4, chars.count <= 16 else { return nil }
         let separator = chars[chars.count - 3]
-        guard separator == "." || separator == ",", chars[(chars.count - 2)...].allSatisfy(\.isNumber) else { return nil }
-        let whole = Array(chars[..<(chars.count - 3)])
-        guard let first = whole.first, first.isNumber else { return nil }
+        guard separator == UInt8(ascii: ".") || separator == UInt8(ascii: ","), chars[(chars.count - 2)...].allSatisfy(\.isASCIIDigit)
+        else { return nil }
+        let whole = chars[..<(chars.count - 3)]
+        guard let first = whole.first, first.isASCIIDigit else { return nil }
         // The other separator groups thousands: every group after the first has three digits.
-        let groups = whole.split(omittingEmptySubsequences: false) { !$0.isNumber }
-        let grouping = whole.filter { !$0.isNumber }
+        let groups = whole.split(omittingEmptySubsequences: false) { !$0.isASCIIDigit }
+        let grouping = whole.filter { !$0.isASCIIDigit }
         guard grouping.allSatisfy({ $0 != separator && $0 == grouping.first }),
               groups.dropFirst().allSatisfy({ $0.count == 3 }), groups.first.map({ (1...3).contains($0.count) || groups.count == 1 }) == true
         else { return nil }
-        let digits = whole.filter(\.isNumber)
-        guard digits.count <= 8, let units = Int64(String(digits)), let hundredths = Int64(String(chars[(chars.count - 2)...]))
-        else { return nil }
-        let value = units * 100 + hundredths
-        return value <= maxCents ? value : nil
+        let digits = whole.filter(\.isASCIIDigit)
+        guard digits.count <= 8 else { return nil }
+        func value<C: Collection<UInt8>>(_ digits: C) -> Int64 { digits.reduce(0) { $0 * 10 + Int64($1 - UInt8(ascii: "0")) } }
+        let cents = value(digits) * 100 + value(chars[(chars.count - 2)...])
+        return cents <= maxCents ? cents : nil
     }
 
     /// `14:32`, `10:17:32`, `22.17PM`: a number glued to a colon or an AM/PM is a time of day.
-    static func isTime(_ chars: [Character], start: Int, end: Int) -> Bool {
-        if start > 0, chars[start - 1] == ":" { return true }
-        if end < chars.count, chars[end] == ":" { return true }
+    static func isTime<Unit: PrintUnit>(_ chars: [Unit], start: Int, end: Int) -> Bool {
+        if start > 0, chars[start - 1].ascii == UInt8(ascii: ":") { return true }
+        if end < chars.count, chars[end].ascii == UInt8(ascii: ":") { return true }
         var next = end
-        while next < chars.count, chars[next] == " " { next += 1 }
-        if next + 1 < chars.count, chars[next] == "A" || chars[next] == "P", chars[next + 1] == "M" { return true }
+        while next < chars.count, chars[next].ascii == UInt8(ascii: " ") { next += 1 }
+        if next + 1 < chars.count, chars[next].ascii == UInt8(ascii: "A") || chars[next].ascii == UInt8(ascii: "P"),
+           chars[next + 1].ascii == UInt8(ascii: "M") { return true }
         return false
     }
 
     /// What is printed just before an amount: a minus, a currency code or symbol (`-RM 0.02`, `CHF 18.00`).
-    static func prefix(_ chars: [Character], before index: Int) -> (minus: Bool, currency: String?, dollar: Bool) {
+    static func prefix<Unit: PrintUnit>(_ chars: [Unit], before index: Int) -> (minus: Bool, currency: String?, dollar: Bool) {
         var cursor = skipSpaces(chars, back: index)
         var minus = isMinus(chars, cursor - 1)
         if minus { cursor = skipSpaces(chars, back: cursor - 1) }
         var currency: String?
         var dollar = false
-        let tail = String(chars[max(0, cursor - 4)..<cursor])
-        if let code = codes.keys.filter({ tail.hasSuffix($0) && standsApart($0, chars, end: cursor) })
-            .max(by: { $0.count < $1.count }) {
-            currency = codes[code]
-            cursor -= code.count
-        } else if tail.hasSuffix("$") {
+        let found = codeMarks.lazy.compactMap { mark in Unit.units(of: mark).map { (mark.currency, $0) } }
+            .first { chars[..<cursor].hasSuffix($0.1) && standsApart($0.1, chars, end: cursor) }
+        if let (code, units) = found {
+            currency = code
+            cursor -= units.count
+        } else if cursor > 0, chars[cursor - 1].ascii == UInt8(ascii: "$") {
             dollar = true
             cursor -= 1
         }
@@ -116,30 +140,64 @@ public enum AmountScanner {
     }
 
     /// What is printed just after an amount: a trailing minus (`19.99-`), a code or symbol (`11,30 €`).
-    static func suffix(_ chars: [Character], after end: Int) -> (minus: Bool, currency: String?, dollar: Bool) {
+    static func suffix<Unit: PrintUnit>(_ chars: [Unit], after end: Int) -> (minus: Bool, currency: String?, dollar: Bool) {
         if end < chars.count, isMinus(chars, end) { return (true, nil, false) }
         var cursor = end
-        while cursor < chars.count, chars[cursor] == " " { cursor += 1 }
+        while cursor < chars.count, chars[cursor].ascii == UInt8(ascii: " ") { cursor += 1 }
         var stop = cursor
-        while stop < chars.count, chars[stop].isLetter || chars[stop] == "$" || chars[stop] == "€" || chars[stop] == "£" { stop += 1 }
-        let word = String(chars[cursor..<stop])
+        while stop < chars.count, chars[stop].isLetterUnit || chars[stop].ascii == UInt8(ascii: "$") || chars[stop].isOutsideASCII("€")
+            || chars[stop].isOutsideASCII("£") { stop += 1 }
+        guard stop > cursor else { return (false, nil, false) }
+        let word = Unit.string(chars[cursor..<stop])
         return (false, codes[word], word == "$")
     }
 
-    static func skipSpaces(_ chars: [Character], back index: Int) -> Int {
+    static func skipSpaces<Unit: PrintUnit>(_ chars: [Unit], back index: Int) -> Int {
         var cursor = index
-        while cursor > 0, chars[cursor - 1] == " " { cursor -= 1 }
+        while cursor > 0, chars[cursor - 1].ascii == UInt8(ascii: " ") { cursor -= 1 }
         return cursor
     }
 
-    static func isMinus(_ chars: [Character], _ index: Int) -> Bool {
-        index >= 0 && index < chars.count && (chars[index] == "-" || chars[index] == "−")
+    static func isMinus<Unit: PrintUnit>(_ chars: [Unit], _ index: Int) -> Bool {
+        index >= 0 && index < chars.count && (chars[index].ascii == UInt8(ascii: "-") || chars[index].isOutsideASCII("−"))
     }
 
     /// A code of letters counts only as a word of its own: the `RM` of `TOTAL RM` or `(RM)`, not of `FORM`.
-    static func standsApart(_ code: String, _ chars: [Character], end: Int) -> Bool {
-        guard code.first?.isLetter == true else { return true }
+    static func standsApart<Unit: PrintUnit>(_ code: [Unit], _ chars: [Unit], end: Int) -> Bool {
+        guard code.first?.isLetterUnit == true else { return true }
         let start = end - code.count
-        return start == 0 || !chars[start - 1].isLetter
+        return start == 0 || !chars[start - 1].isLetterUnit
     }
+}
+
+/// What `AmountScanner` reads a line as: its Characters, or the bytes of an ASCII line.
+protocol PrintUnit: Equatable {
+    /// The character's ASCII code, 0 for any other character.
+    var ascii: UInt8 { get }
+    var isLetterUnit: Bool { get }
+    /// Whether this is `c`, a character outside ASCII (which no byte of an ASCII line is).
+    func isOutsideASCII(_ c: Character) -> Bool
+    /// A currency code as units of this kind; nil when no line of them can print it.
+    static func units(of mark: AmountScanner.CodeMark) -> [Self]?
+    static func string(_ units: ArraySlice<Self>) -> String
+}
+
+extension Character: PrintUnit {
+    var ascii: UInt8 { asciiValue ?? 0 }
+    var isLetterUnit: Bool { isLetter }
+    func isOutsideASCII(_ c: Character) -> Bool { self == c }
+    static func units(of mark: AmountScanner.CodeMark) -> [Character]? { mark.chars }
+    static func string(_ units: ArraySlice<Character>) -> String { String(units) }
+}
+
+extension UInt8: PrintUnit {
+    var ascii: UInt8 { self }
+    var isLetterUnit: Bool { isASCIILetter }
+    func isOutsideASCII(_ c: Character) -> Bool { false }
+    static func units(of mark: AmountScanner.CodeMark) -> [UInt8]? { mark.bytes }
+    static func string(_ units: ArraySlice<UInt8>) -> String { String(decoding: units, as: UTF8.self) }
+}
+
+extension ArraySlice where Element: Equatable {
+    func hasSuffix(_ suffix: [Element]) -> Bool { count >= suffix.count && self[(endIndex - suffix.count)...].elementsEqual(suffix) }
 }

@@ -90,6 +90,8 @@ public enum DateScanner {
     }
 
     public static func dates(in line: String) -> [PrintedDate] {
+        // Every date prints a digit: a line without one (half a receipt's) is not tokenized.
+        guard line.utf8.contains(where: \.isASCIIDigit) else { return [] }
         let tokens = tokenize(zeroesRead(line.uppercased()))
         var found: [PrintedDate] = []
         var index = 0
@@ -106,35 +108,65 @@ public enum DateScanner {
 
     /// OCR now and then reads a date's 0 as the letter O (`Date:O9/02/17`, SROIE dev 095 and 279): in a
     /// word shaped as a numeric date (three parts of digits or O, 1-2, 1-2 and 2-4 long, the same
-    /// separator twice, four digits at least) an O is a 0. Any other word is left as it is.
+    /// separator twice, four digits at least) an O is a 0. Any other word is left as it is, and a text
+    /// with no such word is returned as it came.
     static func zeroesRead(_ text: String) -> String {
-        guard text.contains("O") else { return text }
-        var out = ""
-        var word = ""
-        func flush() {
-            let separators = word.filter { "/.-".contains($0) }
-            let parts = word.split(omittingEmptySubsequences: false, whereSeparator: { "/.-".contains($0) })
-            let shaped = separators.count == 2 && Set(separators).count == 1 && parts.count == 3
-                && zip(parts, [1...2, 1...2, 2...4]).allSatisfy { part, lengths in
-                    lengths.contains(part.count) && part.allSatisfy { $0 == "O" || $0.isASCII && $0.isNumber }
+        guard text.utf8.contains(UInt8(ascii: "O")) else { return text }
+        if text.isASCIIOnly {
+            // Each byte is a Character: the words are found, and their O made 0, in place.
+            var bytes = Array(text.utf8)
+            var changed = false
+            var start = 0
+            for end in 0...bytes.count where end == bytes.count || !isDateWordByte(bytes[end]) {
+                if isDateShaped(bytes[start..<end]) {
+                    for i in start..<end where bytes[i] == UInt8(ascii: "O") { bytes[i] = UInt8(ascii: "0") }
+                    changed = true
                 }
-                && word.contains("O") && word.filter({ $0.isASCII && $0.isNumber }).count >= 4
-            out += shaped ? word.replacingOccurrences(of: "O", with: "0") : word
-            word = ""
-        }
-        for c in text {
-            if c.isASCII && (c.isNumber || c.isLetter) || "/.-".contains(c) {
-                word.append(c)
-            } else {
-                flush()
-                out.append(c)
+                start = end + 1
             }
+            return changed ? String(decoding: bytes, as: UTF8.self) : text
         }
-        flush()
-        return out
+        var out: String?
+        var copied = text.startIndex
+        var wordStart = text.startIndex
+        var index = text.startIndex
+        while index <= text.endIndex {
+            let next = index == text.endIndex ? index : text.index(after: index)
+            // A word's Characters are ASCII, one byte each.
+            if index < text.endIndex, let byte = text[index].asciiValue, isDateWordByte(byte) {
+                index = next
+                continue
+            }
+            if isDateShaped(ArraySlice(text[wordStart..<index].utf8)) {
+                out = (out ?? "") + text[copied..<wordStart] + text[wordStart..<index].replacingOccurrences(of: "O", with: "0")
+                copied = index
+            }
+            if index == text.endIndex { break }
+            wordStart = next
+            index = next
+        }
+        guard let out else { return text }
+        return out + text[copied...]
+    }
+
+    static func isDateWordByte(_ byte: UInt8) -> Bool {
+        byte.isASCIILetter || byte.isASCIIDigit || byte == UInt8(ascii: "/") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
+    }
+
+    /// Three parts of digits or O, 1-2, 1-2 and 2-4 long, the same separator twice, an O and four digits at least.
+    static func isDateShaped(_ word: ArraySlice<UInt8>) -> Bool {
+        guard word.contains(UInt8(ascii: "O")), word.count(where: \.isASCIIDigit) >= 4 else { return false }
+        func isSeparator(_ byte: UInt8) -> Bool { byte == UInt8(ascii: "/") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") }
+        let separators = word.filter(isSeparator)
+        let parts = word.split(omittingEmptySubsequences: false, whereSeparator: isSeparator)
+        return separators.count == 2 && Set(separators).count == 1 && parts.count == 3
+            && zip(parts, [1...2, 1...2, 2...4]).allSatisfy { part, lengths in
+                lengths.contains(part.count) && part.allSatisfy { $0 == UInt8(ascii: "O") || $0.isASCIIDigit }
+            }
     }
 
     static func tokenize(_ text: String) -> [Token] {
+        if text.isASCIIOnly { return tokenize(ascii: Array(text.utf8)) }
         var tokens: [Token] = []
         var current = ""
         var currentIsNumber = false
@@ -144,14 +176,14 @@ public enum DateScanner {
             current = ""
         }
         for c in text {
-            if c.isASCII && c.isNumber || c.isLetter {
-                let isNumber = c.isASCII && c.isNumber
+            if c.isDigitASCII || c.isLetterFast {
+                let isNumber = c.isDigitASCII
                 if !current.isEmpty, isNumber != currentIsNumber { flush() }
                 currentIsNumber = isNumber
                 current.append(c)
             } else {
                 flush()
-                if c.isWhitespace {
+                if c.isWhitespaceFast {
                     if tokens.last != .space { tokens.append(.space) }
                 } else {
                     tokens.append(.separator(c))
@@ -159,6 +191,36 @@ public enum DateScanner {
             }
         }
         flush()
+        return tokens
+    }
+
+    /// `tokenize` of an ASCII text, from its bytes: each is one Character (but CR LF, whitespace either
+    /// way), and taking a line's bytes as Characters was the most of reading its dates.
+    static func tokenize(ascii bytes: [UInt8]) -> [Token] {
+        var tokens: [Token] = []
+        var start = 0
+        func flush(upTo end: Int) {
+            guard start < end else { return }
+            let run = String(decoding: bytes[start..<end], as: UTF8.self)
+            tokens.append(bytes[start].isASCIIDigit ? .number(run) : .word(run))
+        }
+        for (index, byte) in bytes.enumerated() {
+            if byte.isASCIIDigit || byte.isASCIILetter {
+                if index > start, byte.isASCIIDigit != bytes[start].isASCIIDigit {
+                    flush(upTo: index)
+                    start = index
+                }
+                continue
+            }
+            flush(upTo: index)
+            start = index + 1
+            if byte == 0x20 || (0x09...0x0D).contains(byte) {
+                if tokens.last != .space { tokens.append(.space) }
+            } else {
+                tokens.append(.separator(Character(Unicode.Scalar(byte))))
+            }
+        }
+        flush(upTo: bytes.count)
         return tokens
     }
 

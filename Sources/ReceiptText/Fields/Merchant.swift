@@ -1,3 +1,5 @@
+import Foundation
+
 /// Finds the shop's name in a receipt's header: the first lines, less what is not a name (a document
 /// title such as TAX INVOICE, an address, a registration or telephone number, a greeting).
 enum MerchantFinder {
@@ -49,7 +51,7 @@ enum MerchantFinder {
 
     /// A line that is only a legal form (`BHD`, `SDN BHD`): the end of a name whose start OCR lost.
     static func isOnlyLegalForm(_ line: String) -> Bool {
-        let words = line.uppercased().split { !$0.isLetter }
+        let words = line.uppercased().split { !$0.isLetterFast }
         return !words.isEmpty && words.allSatisfy { ["SDN", "BHD", "SDNBHD", "LTD", "LLC", "INC", "GMBH", "PLC"].contains($0) }
     }
 
@@ -59,7 +61,7 @@ enum MerchantFinder {
     /// letters with digits, a misread legal form is `SON`, a wrapped name starts with its bracket's end.
     static func readsClean(_ name: String) -> Bool {
         let upper = " " + name.uppercased() + " "
-        if upper.contains(" SON BHD") || upper.contains(" SDN BHO") || upper.contains(" 5DN ") { return false }
+        if upper.containsFast(" SON BHD") || upper.containsFast(" SDN BHO") || upper.containsFast(" 5DN ") { return false }
         if let close = name.firstIndex(of: ")"), !name[..<close].contains("(") { return false }
         // No word of its own before the legal form (`RESTAURANT SDN BHD`, `CO. (M) SDN BHD`): the name's
         // start is on a line OCR lost.
@@ -88,32 +90,40 @@ enum MerchantFinder {
 
     /// A legal form after the name (SDN BHD, S/B, GMBH, LLC …): the line is the company's own name.
     static func hasLegalForm(_ line: String) -> Bool {
-        let upper = " " + line.uppercased().replacingOccurrences(of: ".", with: "") + " "
+        let upper = line.uppercased()
+        let undotted = " " + (upper.isASCIIOnly ? upper.filter { $0 != "." } : upper.replacingOccurrences(of: ".", with: "")) + " "
         return [" SDN BHD", " S/B", " BHD", " LLC", " INC", " GMBH", " LTD", " LIMITED", " PLC", " SARL", " SRL", " AG ", " KG "]
-            .contains { upper.contains($0) }
+            .contains { undotted.containsFast($0) }
     }
 
     static func isNameLike(_ line: String) -> Bool {
-        let letters = line.filter(\.isLetter)
-        guard letters.count >= 3 else { return false }
-        let digits = line.filter(\.isNumber).count
-        if digits * 2 > letters.count { return false }
-        let squeezed = String(line.uppercased().filter { $0.isLetter || $0.isNumber })
-        if notNames.contains(where: { squeezed.hasPrefix($0) || squeezed.contains($0) && $0.count >= 5 }) { return false }
+        let letters = line.count(where: \.isLetterFast)
+        guard letters >= 3 else { return false }
+        let digits = line.count(where: \.isNumberFast)
+        if digits * 2 > letters { return false }
+        let squeezed = Letters(normalized(line))
+        if notNames.contains(where: { squeezed.hasPrefix($0) || $0.count >= 5 && squeezed.containsAsFoundation($0) }) { return false }
         // An address: a number then street words, or a postcode of five digits.
         let words = line.uppercased().split(separator: " ")
-        if words.contains(where: { $0.count == 5 && $0.allSatisfy(\.isNumber) }) { return false }
-        if line.contains("@") || line.uppercased().hasPrefix("NO.") || line.uppercased().hasPrefix("NO ") { return false }
+        if words.contains(where: { $0.count == 5 && $0.allSatisfy(\.isNumberFast) }) { return false }
+        if line.containsFast("@") || line.uppercased().hasPrefix("NO.") || line.uppercased().hasPrefix("NO ") { return false }
         return true
     }
 
     static func startsWithNotName(_ line: String) -> Bool {
-        let squeezed = String(line.uppercased().filter { $0.isLetter || $0.isNumber })
+        let squeezed = normalized(line)
         return notNames.contains { squeezed.hasPrefix($0) }
     }
 
     static func hasCompanyWord(_ line: String) -> Bool {
         let upper = " " + line.uppercased() + " "
+        if upper.isASCIIOnly {
+            return companyWords.contains { word in
+                guard let range = upper.firstByteRange(of: word) else { return false }
+                let bytes = Array(upper.utf8)
+                return !bytes[range.lowerBound - 1].isASCIILetter && !(range.upperBound < bytes.count && bytes[range.upperBound].isASCIILetter)
+            }
+        }
         return companyWords.contains { word in
             guard let range = upper.range(of: word) else { return false }
             let before = upper[upper.index(before: range.lowerBound)]
@@ -125,7 +135,7 @@ enum MerchantFinder {
     /// The name as printed, its spacing tidied, stray marks at its ends (`* `, `| `, `: `, ` _`) and a
     /// trailing registration number in brackets dropped.
     static func tidy(_ line: String) -> String {
-        var name = line.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        var name = line.split(whereSeparator: \.isWhitespaceFast).joined(separator: " ")
         if let open = name.lastIndex(of: "("), name[open...].contains(where: \.isNumber) {
             name = String(name[..<open])
         }
@@ -145,7 +155,11 @@ enum MerchantFinder {
 
     /// A header line as aliases are keyed: upper case, letters and digits only.
     static func normalized(_ line: String) -> String {
-        String(line.uppercased().filter { $0.isLetter || $0.isNumber })
+        if line.isASCIIOnly {
+            return String(decoding: line.utf8.lazy.filter { $0.isASCIILetter || $0.isASCIIDigit }.map { $0.isASCIILetter ? $0 & 0xDF : $0 },
+                          as: UTF8.self)
+        }
+        return String(line.uppercased().filter { $0.isLetter || $0.isNumber })
     }
 }
 
@@ -155,5 +169,21 @@ extension String {
         while let c = s.first, set.contains(c) { s = s.dropFirst() }
         while let c = s.last, set.contains(c) { s = s.dropLast() }
         return String(s)
+    }
+}
+
+extension Letters {
+    /// Foundation's `contains` (an NSString search), by bytes when both strings are ASCII.
+    func containsAsFoundation(_ other: String) -> Bool {
+        bytes != nil && other.isASCIIOnly ? !other.isEmpty && includes(other) : text.contains(other)
+    }
+}
+
+extension String {
+    /// Foundation's `contains` (an NSString search), by bytes when both strings are ASCII: bridging
+    /// both strings on every call was a third of reading a receipt's header.
+    func containsFast(_ other: String) -> Bool {
+        if isASCIIOnly, other.isASCIIOnly { return !other.isEmpty && includesBytes(other) }
+        return contains(other)
     }
 }

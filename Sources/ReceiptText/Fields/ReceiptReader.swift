@@ -39,36 +39,51 @@ public struct ReceiptReader: Sendable {
     public static func aliasKey(_ line: String) -> String { MerchantFinder.normalized(line) }
 
     public func read(_ text: String) -> [FieldProposal] {
-        let lines = text.split(whereSeparator: \.isNewline).map { String($0).trimming([" ", "\t"]) }.filter { !$0.isEmpty }
+        let lines = Self.lines(text)
         var proposals: [FieldProposal] = []
         if let merchant = MerchantFinder.find(lines: lines, aliases: merchantAliases) {
             proposals.append(FieldProposal(field: .merchant, value: merchant.name, confidence: merchant.confidence, line: merchant.line))
         }
-        let total = TotalFinder.find(lines: lines)
+        let text = ReceiptLines(lines)
+        let total = TotalFinder.find(text)
         if let total {
             proposals.append(FieldProposal(field: .total, value: total.amount.decimal, confidence: total.confidence, line: total.line))
         }
-        let currency = Self.currency(lines: lines, total: total?.amount, order: order)
+        let currency = Self.currency(text, total: total?.amount, order: order)
         if let currency { proposals.append(currency) }
         if let date = Self.date(lines: lines, currency: currency?.value, order: order, latest: latest) { proposals.append(date) }
-        if let tax = TotalFinder.tax(lines: lines) {
+        if let tax = TotalFinder.tax(text) {
             // A tax is only ever offered: its line names a rate as often as an amount.
             proposals.append(FieldProposal(field: .tax, value: tax.amount.decimal, confidence: 0.6, line: tax.line))
         }
         return proposals
     }
 
+    /// The text's lines, without the spaces and tabs at their ends, empty lines left out. An ASCII
+    /// text's from its bytes (the newlines of ASCII are LF, VT, FF, CR), as its Characters give them.
+    static func lines(_ text: String) -> [String] {
+        guard text.isASCIIOnly else {
+            return text.split(whereSeparator: \.isNewline).map { String($0).trimming([" ", "\t"]) }.filter { !$0.isEmpty }
+        }
+        func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        return Array(text.utf8).split(whereSeparator: { (0x0A...0x0D).contains($0) }).compactMap { line in
+            guard let first = line.firstIndex(where: { !isBlank($0) }), let last = line.lastIndex(where: { !isBlank($0) }) else { return nil }
+            return String(decoding: line[first...last], as: UTF8.self)
+        }
+    }
+
     /// The currency named beside the total, else the one code or symbol the whole text names.
-    static func currency(lines: [String], total: PrintedAmount?, order: DateOrder?) -> FieldProposal? {
-        if let code = total?.currency, let line = lines.first(where: { AmountScanner.amounts(in: $0).contains { $0.currency == code } }) {
+    static func currency(_ text: ReceiptLines, total: PrintedAmount?, order: DateOrder?) -> FieldProposal? {
+        let lines = zip(text.lines, text.amounts)
+        if let code = total?.currency, let (line, _) = lines.first(where: { $0.1.contains { $0.currency == code } }) {
             return FieldProposal(field: .currency, value: code, confidence: 0.95, line: line)
         }
-        let named = lines.flatMap { line in AmountScanner.amounts(in: line).compactMap { $0.currency }.map { ($0, line) } }
+        let named = lines.flatMap { line, amounts in amounts.compactMap { $0.currency }.map { ($0, line) } }
         let codes = Set(named.map(\.0))
         if codes.count == 1, let (code, line) = named.first {
             return FieldProposal(field: .currency, value: code, confidence: 0.9, line: line)
         }
-        if codes.isEmpty, let line = lines.first(where: { AmountScanner.amounts(in: $0).contains(where: \.dollarSign) }) {
+        if codes.isEmpty, let (line, _) = lines.first(where: { $0.1.contains(where: \.dollarSign) }) {
             // `$` is several countries' sign: the vault's locale says which, else it is only offered.
             return FieldProposal(field: .currency, value: "USD", confidence: order == .monthFirst ? 0.9 : 0.5, line: line)
         }
@@ -120,7 +135,7 @@ public struct ReceiptReader: Sendable {
     static func hasTime(_ line: String) -> Bool {
         let chars = Array(line)
         return chars.indices.contains { i in
-            chars[i] == ":" && i > 0 && chars[i - 1].isNumber && i + 2 < chars.count && chars[i + 1].isNumber && chars[i + 2].isNumber
+            chars[i] == ":" && i > 0 && chars[i - 1].isNumberFast && i + 2 < chars.count && chars[i + 1].isNumberFast && chars[i + 2].isNumberFast
         }
     }
 

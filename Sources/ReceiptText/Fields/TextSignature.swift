@@ -20,11 +20,10 @@ public struct TextSignature: Sendable, Equatable {
 
     /// nil for a text with no words.
     public init?(text: String) {
-        let shingles = Self.shingles(Self.words(text))
-        guard !shingles.isEmpty else { return nil }
+        let hashes = Self.asciiShingleHashes(text) ?? Set(Self.shingles(Self.words(text)).map { Self.fnv1a($0.utf8) })
+        guard !hashes.isEmpty else { return nil }
         var minima = [UInt32](repeating: .max, count: Self.size)
-        for shingle in shingles {
-            let base = Self.fnv1a(shingle.utf8)
+        for base in hashes {
             for i in 0..<Self.size {
                 minima[i] = min(minima[i], UInt32(truncatingIfNeeded: Self.mix(base ^ Self.seeds[i])))
             }
@@ -64,6 +63,36 @@ public struct TextSignature: Sendable, Equatable {
         }
     }
 
+    /// The hashes of an ASCII text's shingles, as `fnv1a` of `shingles(words(text))` hashes them, read
+    /// off its bytes: making each word and pair a String was most of a small receipt's signature. nil
+    /// for any other text (then every byte is one Character, CR LF aside, which is whitespace).
+    static func asciiShingleHashes(_ text: String) -> Set<UInt64>? {
+        var text = text
+        return text.withUTF8 { bytes -> Set<UInt64>? in
+            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
+            func isSpace(_ b: UInt8) -> Bool { b == 0x20 || (0x09...0x0D).contains(b) }
+            func isWordByte(_ b: UInt8) -> Bool { b.isASCIILetter || b.isASCIIDigit }
+            var words: [Range<Int>] = []
+            var cursor = 0
+            while cursor < bytes.count {
+                while cursor < bytes.count, isSpace(bytes[cursor]) { cursor += 1 }
+                var start = cursor
+                while cursor < bytes.count, !isSpace(bytes[cursor]) { cursor += 1 }
+                var end = cursor
+                while start < end, !isWordByte(bytes[start]) { start += 1 }
+                while end > start, !isWordByte(bytes[end - 1]) { end -= 1 }
+                if start < end { words.append(start..<end) }
+            }
+            func hash(_ range: Range<Int>, from seed: UInt64) -> UInt64 {
+                bytes[range].reduce(seed) { ($0 ^ UInt64($1.isASCIILetter ? $1 | 0x20 : $1)) &* fnvPrime }
+            }
+            guard words.count > 1 else { return Set(words.map { hash($0, from: fnvBasis) }) }
+            return Set((1..<words.count).map { i in
+                hash(words[i], from: (hash(words[i - 1], from: fnvBasis) ^ 0x20) &* fnvPrime)
+            })
+        }
+    }
+
     /// Pairs of adjacent words: single words made shop receipts alike by their shared header alone.
     static func shingles(_ words: [Substring]) -> Set<String> {
         guard words.count > 1 else { return Set(words.map(String.init)) }
@@ -71,8 +100,11 @@ public struct TextSignature: Sendable, Equatable {
     }
 
     static func fnv1a(_ bytes: String.UTF8View) -> UInt64 {
-        bytes.reduce(0xcbf2_9ce4_8422_2325 as UInt64) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
+        bytes.reduce(fnvBasis) { ($0 ^ UInt64($1)) &* fnvPrime }
     }
+
+    static let fnvBasis: UInt64 = 0xcbf2_9ce4_8422_2325
+    static let fnvPrime: UInt64 = 0x100_0000_01b3
 
     /// SplitMix64's finaliser: spreads one hash into independent-looking ones, one per seed.
     static func mix(_ x: UInt64) -> UInt64 {
