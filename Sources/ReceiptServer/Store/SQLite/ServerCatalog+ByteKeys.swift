@@ -169,8 +169,18 @@ extension ServerCatalog {
 /// The id or address a text of the wire names, when it is one as the server writes it (lowercase):
 /// both stores bind these, and anything else matches nothing.
 enum ServerKey {
-    static func record(_ id: String) -> ReceiptID? { ReceiptID(id).flatMap { $0.text == id ? $0 : nil } }
-    static func blob(_ sha256: String) -> BlobID? { BlobID(hex: sha256).flatMap { $0.hex == sha256 ? $0 : nil } }
+    /// A web route takes an id as it comes (`/z/…/r/ID`): one in upper case is not the record's.
+    static func record(_ id: String) -> ReceiptID? {
+        var id = id
+        return id.withUTF8 { bytes in
+            for byte in bytes where byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "F") { return nil }
+            return ReceiptID(utf8: bytes)
+        }
+    }
+
+    /// Every address reaches the stores checked as 64 lowercase hex digits (`ServerRules.blobAddress`,
+    /// the wire's validation, the routes' paths), so it is only parsed here.
+    static func blob(_ sha256: String) -> BlobID? { BlobID(hex: sha256) }
 }
 
 /// Record ids and blob addresses as the server catalog stores them since `server-keys-as-bytes`:
