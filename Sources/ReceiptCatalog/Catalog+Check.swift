@@ -129,7 +129,7 @@ extension Catalog {
     }
 
     /// A UUID's text, either case, as a GLOB pattern (one scan of the ids in SQL, no row read out).
-    static let uuidPattern = [8, 4, 4, 4, 12].map { String(repeating: "[0-9a-fA-F]", count: $0) }.joined(separator: "-")
+    public static let uuidPattern = [8, 4, 4, 4, 12].map { String(repeating: "[0-9a-fA-F]", count: $0) }.joined(separator: "-")
 
     /// Receipts attachments name that the catalog lacks (in the attachments' key order).
     private static func attachmentsWithoutReceipt(_ db: Database) throws -> [String] {

@@ -19,6 +19,13 @@ extension BlobID: DatabaseValueConvertible, StatementColumnConvertible {
         }
     }
 
+    /// SQL's `receipt_unhex(x)`: the 32 bytes of a hex address (either case); NULL for anything else.
+    /// What the vault's and the server's migrations convert with (SQLite's own `unhex` came in 3.41;
+    /// the system's may be older).
+    public static let bytesFunction = DatabaseFunction("receipt_unhex", argumentCount: 1, pure: true) { values in
+        BlobID.fromDatabaseValue(values[0]).map(\.databaseValue)
+    }
+
     /// Read from the statement's column in place (no `Data`, no `DatabaseValue` per address: `list`
     /// reads one per file).
     public init?(sqliteStatement: SQLiteStatement, index: CInt) {
@@ -49,6 +56,12 @@ extension ReceiptID: DatabaseValueConvertible, StatementColumnConvertible {
         case .string(let text): ReceiptID(text)
         default: nil
         }
+    }
+
+    /// SQL's `receipt_id_bytes(x)`: the 16 bytes of a UUID's text (either case); NULL for anything
+    /// else. What the vault's and the server's migrations convert with.
+    public static let bytesFunction = DatabaseFunction("receipt_id_bytes", argumentCount: 1, pure: true) { values in
+        ReceiptID.fromDatabaseValue(values[0])?.databaseValue
     }
 
     /// Read from the statement's column in place (no `Data` per id: `list` reads one per receipt).

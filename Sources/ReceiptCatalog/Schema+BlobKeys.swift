@@ -20,11 +20,7 @@ enum BlobKeys {
     /// instead of never matching).
     static let column = "sha256 BLOB NOT NULL CHECK (typeof(sha256) = 'blob' AND length(sha256) = 32)"
 
-    /// The 32 bytes of a hex address (either case); NULL for anything else. SQLite's own `unhex`
-    /// came in 3.41; the system's may be older.
-    static let unhex = DatabaseFunction("receipt_unhex", argumentCount: 1, pure: true) { values in
-        BlobID.fromDatabaseValue(values[0]).map(\.databaseValue)
-    }
+    static let unhex = BlobID.bytesFunction
 
     static func migrate(_ db: Database) throws {
         try refuseWhatIsNoAddress(db)

@@ -26,10 +26,7 @@ enum ReceiptIDKeys {
         "\(name) BLOB \(constraint) CHECK (typeof(\(name)) = 'blob' AND length(\(name)) = 16)"
     }
 
-    /// The 16 bytes of a UUID's text (either case); NULL for anything else.
-    static let toBytes = DatabaseFunction("receipt_id_bytes", argumentCount: 1, pure: true) { values in
-        ReceiptID.fromDatabaseValue(values[0])?.databaseValue
-    }
+    static let toBytes = ReceiptID.bytesFunction
 
     static func migrate(_ db: Database) throws {
         try refuseWhatIsNoID(db)

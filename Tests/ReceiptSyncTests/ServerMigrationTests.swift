@@ -11,6 +11,9 @@ import XCTest
 final class ServerMigrationTests: XCTestCase {
     static let token = String(repeating: "7", count: 64)
     static let blob = String(repeating: "b", count: 64)
+    /// Record ids as clients push them (UUIDs; stored as their bytes since server-keys-as-bytes).
+    static let r1 = "1a1a1a1a-1a1a-4a1a-8a1a-1a1a1a1a1a1a"
+    static let r2 = "2b2b2b2b-2b2b-4b2b-8b2b-2b2b2b2b2b2b"
     static let payload = #"{"merchant":"Bakery","date":"2020-01-02","total":"1.50","tags":[],"attachments":[{"sha256":"\#(blob)","size":10,"filename":"rye.jpg","mediaType":"image/jpeg"}],"createdAt":1,"modifiedAt":1}"#
 
     func testAnOldSQLiteCatalogIsMigratedInPlaceAndANewerOneRefused() async throws {
@@ -27,9 +30,9 @@ final class ServerMigrationTests: XCTestCase {
                                arguments: [ServerRules.tokenHash(Self.token)])
                 try db.execute(sql: "INSERT INTO blobs(sha256, size, createdAt) VALUES (?, 10, 6)", arguments: [Self.blob])
                 try db.execute(sql: "INSERT INTO zones(id, uid, ownerID, name, seq, createdAt) VALUES (1, 'u1', 1, 'home', 2, 5)")
-                try db.execute(sql: "INSERT INTO records(zoneID, id, changeTag, seq, payload) VALUES (1, 'r1', 't1', 1, ?), (1, 'r2', 't2', 2, NULL)",
+                try db.execute(sql: "INSERT INTO records(zoneID, id, changeTag, seq, payload) VALUES (1, '\(Self.r1)', 't1', 1, ?), (1, '\(Self.r2)', 't2', 2, NULL)",
                                arguments: [Self.payload])
-                try db.execute(sql: "INSERT INTO recordBlobs(zoneID, recordID, sha256) VALUES (1, 'r1', ?)", arguments: [Self.blob])
+                try db.execute(sql: "INSERT INTO recordBlobs(zoneID, recordID, sha256) VALUES (1, '\(Self.r1)', ?)", arguments: [Self.blob])
             }
             // The release before word search, with a text a member synced.
             try ServerCatalog.migrator.migrate(old, upTo: "server-v4-text")
@@ -44,14 +47,16 @@ final class ServerMigrationTests: XCTestCase {
         XCTAssertEqual(alice?.name, "alice", "the account's token works after the migration")
         let migrated = try await catalog.pool.read { db in
             (try ServerCatalog.migrator.appliedIdentifiers(db),
-             try Int64.fetchOne(db, sql: "SELECT touchedAt FROM blobs WHERE sha256 = ?", arguments: [Self.blob]),
+             try Int64.fetchOne(db, sql: "SELECT touchedAt FROM blobs WHERE sha256 = ?", arguments: [StoredKey.blob(Self.blob)]),
              try db.tableExists("blobTexts"),
-             try String.fetchAll(db, sql: "SELECT id || ':' || merchant || ':' || date FROM webRows"))
+             try Row.fetchAll(db, sql: "SELECT id, merchant, date FROM webRows").map {
+                 StoredKey.recordID($0["id"]) + ":" + ($0["merchant"] as String) + ":" + ($0["date"] as String)
+             })
         }
         XCTAssertEqual(migrated.0, Set(ServerCatalog.migrator.migrations))
         XCTAssertEqual(migrated.1, 6, "a blob's touchedAt starts at its creation")
         XCTAssertTrue(migrated.2)
-        XCTAssertEqual(migrated.3, ["r1:bakery:2020-01-02"], "the web list's rows are made for the live records")
+        XCTAssertEqual(migrated.3, [Self.r1 + ":bakery:2020-01-02"], "the web list's rows are made for the live records")
         try await Self.assertSearchable(catalog, alice)
         try catalog.close()
 
@@ -96,9 +101,9 @@ final class ServerMigrationTests: XCTestCase {
                 try db.execute(sql: "INSERT INTO zones(id, uid, ownerID, name, seq, createdAt) VALUES (1, 'u1', 1, 'home', 1, 5), (2, 'u2', 1, 'work', 1, 5)")
                 try db.execute(sql: "INSERT INTO blobTexts(sha256, version, text, uploadedAt) VALUES (?, 'v1', 'Sourdough Roggenbrot', 7), (?, 'v1', 'confidential merger', 7)",
                                arguments: [Self.blob, memo])
-                try db.execute(sql: "INSERT INTO records(zoneID, id, changeTag, seq, payload) VALUES (2, 'r1', 't0', 1, ?), (1, 'r1', 't1', 1, ?)",
+                try db.execute(sql: "INSERT INTO records(zoneID, id, changeTag, seq, payload) VALUES (2, '\(Self.r1)', 't0', 1, ?), (1, '\(Self.r1)', 't1', 1, ?)",
                                arguments: [Self.payload, Self.payload])
-                try db.execute(sql: "INSERT INTO recordBlobs(zoneID, recordID, sha256) VALUES (2, 'r1', ?), (1, 'r1', ?)",
+                try db.execute(sql: "INSERT INTO recordBlobs(zoneID, recordID, sha256) VALUES (2, '\(Self.r1)', ?), (1, '\(Self.r1)', ?)",
                                arguments: [memo, Self.blob])
             }
             let polluted = try await old.read { db in
@@ -117,7 +122,7 @@ final class ServerMigrationTests: XCTestCase {
         let lent = try await home(["merger"])
         XCTAssertEqual(lent, [], "written again with its own texts")
         let own = try await home(["roggenbrot"])
-        XCTAssertEqual(own, ["r1"])
+        XCTAssertEqual(own, [Self.r1])
         try catalog.close()
     }
 
@@ -128,7 +133,7 @@ final class ServerMigrationTests: XCTestCase {
         let data = folder.file("server")
         // Version 1, as the first PostgreSQL-capable receipt left it, with an account and a blob.
         try Self.oldPostgres(cluster, url, version: 1, """
-            INSERT INTO records(zone_id, id, change_tag, seq, payload) VALUES (1, 'r1', 't1', 1, '\(Self.payload)'), (1, 'r2', 't2', 2, NULL);
+            INSERT INTO records(zone_id, id, change_tag, seq, payload) VALUES (1, '\(Self.r1)', 't1', 1, '\(Self.payload)'), (1, '\(Self.r2)', 't2', 2, NULL);
             """)
         let store = try await ServerDatabase(url).open(dataPath: data)
         let alice = try await store.authenticate(token: Self.token)
@@ -141,7 +146,7 @@ final class ServerMigrationTests: XCTestCase {
         XCTAssertEqual(trimmed(try cluster.psql(url, "SELECT count(*) FROM blobs")), "1")
         XCTAssertEqual(trimmed(try cluster.psql(url, "SELECT to_regclass('blob_texts') IS NOT NULL")), "t")
         XCTAssertEqual(trimmed(try cluster.psql(url, "SELECT string_agg(id || ':' || merchant || ':' || date || ':' || amount, ',') FROM web_rows")),
-                       "r1:bakery:2020-01-02:1.50", "the web list's rows are made for the live records")
+                       Self.r1 + ":bakery:2020-01-02:1.50", "the web list's rows are made for the live records")
 
         try cluster.psql(url, "UPDATE receipt_schema SET version = 99")
         do {
@@ -181,7 +186,7 @@ final class ServerMigrationTests: XCTestCase {
         for words in [["bakery"], ["sourd", "roggen"], ["rye", "sourdough"]] {
             let page = try await web.webZonePage(owner: "alice", name: "home", filter: WebFilter(words: words), offset: 0, limit: 50,
                                                  caller: alice)
-            XCTAssertEqual(page.receipts.map(\.id), ["r1"], "\(words)")
+            XCTAssertEqual(page.receipts.map(\.id), [Self.r1], "\(words)")
         }
     }
 
@@ -192,8 +197,8 @@ final class ServerMigrationTests: XCTestCase {
         let url = try cluster.createDatabase()
         let folder = TemporaryFolder("receipt-server-migration-pg-search")
         try Self.oldPostgres(cluster, url, version: 3, """
-            INSERT INTO records(zone_id, id, change_tag, seq, payload) VALUES (1, 'r1', 't1', 1, '\(Self.payload)');
-            INSERT INTO record_blobs(zone_id, record_id, sha256) VALUES (1, 'r1', '\(Self.blob)');
+            INSERT INTO records(zone_id, id, change_tag, seq, payload) VALUES (1, '\(Self.r1)', 't1', 1, '\(Self.payload)');
+            INSERT INTO record_blobs(zone_id, record_id, sha256) VALUES (1, '\(Self.r1)', '\(Self.blob)');
             INSERT INTO blob_texts(sha256, version, text, uploaded_at) VALUES ('\(Self.blob)', 'v1', 'Sourdough Roggenbrot', 7);
             """)
         let store = try await ServerDatabase(url).open(dataPath: folder.file("server"))

@@ -14,6 +14,7 @@ final class TextOwnersMigrationTests: XCTestCase {
     static let shared = String(repeating: "b", count: 64)
     static let stray = String(repeating: "c", count: 64)
     static let payload = ServerMigrationTests.payload
+    static let (r1, r2) = (ServerMigrationTests.r1, ServerMigrationTests.r2)
     /// Two live records (one in each household) and a deletion marker.
     static let recordBytes: [Int64] = [2 * StorageUse.recordRowBytes + Int64(payload.utf8.count),
                                        StorageUse.recordRowBytes + Int64(payload.utf8.count)]
@@ -31,8 +32,8 @@ final class TextOwnersMigrationTests: XCTestCase {
                     INSERT INTO tokens(accountID, label, tokenHash, createdAt) VALUES (1, 'default', ?, 5);
                     INSERT INTO blobs(sha256, size, createdAt, touchedAt) VALUES (?, 10, 6, 6), (?, 10, 6, 6);
                     INSERT INTO zones(id, uid, ownerID, name, seq, createdAt) VALUES (1, 'u1', 1, 'home', 2, 5), (2, 'u2', 2, 'home', 1, 5);
-                    INSERT INTO records(zoneID, id, changeTag, seq, payload) VALUES (1, 'r1', 't1', 1, ?), (1, 'r2', 't2', 2, NULL), (2, 'r1', 't3', 1, ?);
-                    INSERT INTO recordBlobs(zoneID, recordID, sha256) VALUES (1, 'r1', ?), (2, 'r1', ?);
+                    INSERT INTO records(zoneID, id, changeTag, seq, payload) VALUES (1, '\(Self.r1)', 't1', 1, ?), (1, '\(Self.r2)', 't2', 2, NULL), (2, '\(Self.r1)', 't3', 1, ?);
+                    INSERT INTO recordBlobs(zoneID, recordID, sha256) VALUES (1, '\(Self.r1)', ?), (2, '\(Self.r1)', ?);
                     INSERT INTO blobTexts(sha256, version, text, failure, uploadedAt)
                         VALUES (?, '1', 'Sourdough Roggenbrot', NULL, 7), (?, 'old', 'Sauerteig', NULL, 7), (?, '1', NULL, 'stray failure', 7);
                     """, arguments: [ServerRules.tokenHash(Self.token), Self.shared, Self.stray, Self.payload, Self.payload,
@@ -43,7 +44,7 @@ final class TextOwnersMigrationTests: XCTestCase {
         let catalog = try ServerCatalog(dataPath: data)
         let (texts, aside, recordBytes) = try await catalog.pool.read { db in
             (try String.fetchAll(db, sql: "SELECT ownerID || ':' || version || ':' || text || ':' || bytes FROM blobTexts ORDER BY ownerID, version"),
-             try String.fetchAll(db, sql: "SELECT sha256 || ':' || failure FROM blobTextsUnowned"),
+             try String.fetchAll(db, sql: "SELECT lower(hex(sha256)) || ':' || failure FROM blobTextsUnowned"),
              try Int64.fetchAll(db, sql: "SELECT recordBytes FROM zones ORDER BY id"))
         }
         XCTAssertEqual(texts, ["1:1:Sourdough Roggenbrot:20", "1:old:Sauerteig:9", "2:1:Sourdough Roggenbrot:20", "2:old:Sauerteig:9"])
@@ -66,8 +67,8 @@ final class TextOwnersMigrationTests: XCTestCase {
             INSERT INTO blobs(sha256, size, created_at, touched_at) VALUES ('\(Self.stray)', 10, 6, 6);
             INSERT INTO zones(id, uid, owner_id, name, seq, created_at) VALUES (2, 'u2', 2, 'home', 1, 5);
             INSERT INTO records(zone_id, id, change_tag, seq, payload)
-                VALUES (1, 'r1', 't1', 1, '\(Self.payload)'), (1, 'r2', 't2', 2, NULL), (2, 'r1', 't3', 1, '\(Self.payload)');
-            INSERT INTO record_blobs(zone_id, record_id, sha256) VALUES (1, 'r1', '\(Self.shared)'), (2, 'r1', '\(Self.shared)');
+                VALUES (1, '\(Self.r1)', 't1', 1, '\(Self.payload)'), (1, '\(Self.r2)', 't2', 2, NULL), (2, '\(Self.r1)', 't3', 1, '\(Self.payload)');
+            INSERT INTO record_blobs(zone_id, record_id, sha256) VALUES (1, '\(Self.r1)', '\(Self.shared)'), (2, '\(Self.r1)', '\(Self.shared)');
             INSERT INTO blob_texts(sha256, version, text, failure, uploaded_at)
                 VALUES ('\(Self.shared)', '1', 'Sourdough Roggenbrot', NULL, 7), ('\(Self.shared)', 'old', 'Sauerteig', NULL, 7),
                        ('\(Self.stray)', '1', NULL, 'stray failure', 7);
@@ -76,7 +77,7 @@ final class TextOwnersMigrationTests: XCTestCase {
         func rows(_ sql: String) throws -> String { try cluster.psql(url, sql).trimmingCharacters(in: .whitespacesAndNewlines) }
         XCTAssertEqual(try rows("SELECT string_agg(owner_id || ':' || version || ':' || text || ':' || bytes, ',' ORDER BY owner_id, version) FROM blob_texts"),
                        "1:1:Sourdough Roggenbrot:20,1:old:Sauerteig:9,2:1:Sourdough Roggenbrot:20,2:old:Sauerteig:9")
-        XCTAssertEqual(try rows("SELECT string_agg(sha256 || ':' || failure, ',') FROM blob_texts_unowned"), Self.stray + ":stray failure")
+        XCTAssertEqual(try rows("SELECT string_agg(encode(sha256, 'hex') || ':' || failure, ',') FROM blob_texts_unowned"), Self.stray + ":stray failure")
         XCTAssertEqual(try rows("SELECT string_agg(record_bytes::text, ',' ORDER BY id) FROM zones"),
                        Self.recordBytes.map(String.init).joined(separator: ","))
         do {
@@ -100,7 +101,7 @@ final class TextOwnersMigrationTests: XCTestCase {
             XCTAssertEqual(fetched.map(\.text), ["Sourdough Roggenbrot"], name)
             let page = try await web.webZonePage(owner: name, name: "home", filter: WebFilter(words: ["sauerteig", "roggen"]), offset: 0,
                                                  limit: 50, caller: caller)
-            XCTAssertEqual(page.receipts.map(\.id), ["r1"], name)
+            XCTAssertEqual(page.receipts.map(\.id), [Self.r1], name)
         }
         let used = try await store.accounts()
         XCTAssertEqual(used.map(\.textBytes), [29, 29])

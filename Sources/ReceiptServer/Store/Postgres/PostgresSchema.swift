@@ -165,6 +165,8 @@ enum PostgresSchema {
         ["CREATE INDEX web_rows_by_added ON web_rows(zone_id, created_at DESC, id)"],
         // Version 8: the web view's review queue (PostgresServerStore+WebReview.swift).
         PostgresServerStore.webReviewMigration,
+        // Version 9: record ids and blob addresses as bytes (PostgresByteKeys.swift).
+        PostgresByteKeys.migration,
     ]
 
     static var currentVersion: Int { migrations.count }
@@ -186,7 +188,9 @@ enum PostgresSchema {
                     + "receipt (this one knows up to version \(currentVersion)): upgrade receipt; nothing was changed")
             }
             guard version < currentVersion else { return }
-            for statements in migrations[version...] {
+            for (index, statements) in migrations.enumerated().dropFirst(version) {
+                // What version 9 cannot convert is refused before its first change.
+                if index + 1 == PostgresByteKeys.version { try await PostgresByteKeys.refuseUnconvertible(db, url: store.url) }
                 for statement in statements { try await db.run(statement) }
             }
             try await db.run("DELETE FROM receipt_schema")

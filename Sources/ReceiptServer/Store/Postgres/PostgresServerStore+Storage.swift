@@ -1,3 +1,4 @@
+import Foundation
 import PostgresNIO
 
 /// The storage protocol (Store/ServerStorage.swift) in PostgreSQL: SQL only, the rules are in Rules/.
@@ -168,18 +169,19 @@ struct PostgresTransaction: StorageTransaction {
     }
 
     func record(zone: Int64, id: String) async throws -> StoredRecord? {
-        try await db.rows("SELECT change_tag, payload FROM records WHERE zone_id = \(zone) AND id = \(id)").first
+        try await db.rows("SELECT change_tag, payload FROM records WHERE zone_id = \(zone) AND id = \(PostgresKey.record(id))").first
             .map { try $0.decode((String, String?).self) }.map { StoredRecord(changeTag: $0.0, payload: $0.1) }
     }
 
     func saveRecord(zone: Int64, id: String, changeTag: String, seq: Int64, payload: String?, blobs: [String]) async throws {
-        try await db.run("DELETE FROM record_blobs WHERE zone_id = \(zone) AND record_id = \(id)")
+        let key = PostgresKey.record(id)
+        try await db.run("DELETE FROM record_blobs WHERE zone_id = \(zone) AND record_id = \(key)")
         try await db.run("""
-            INSERT INTO records(zone_id, id, change_tag, seq, payload) VALUES (\(zone), \(id), \(changeTag), \(seq), \(payload))
+            INSERT INTO records(zone_id, id, change_tag, seq, payload) VALUES (\(zone), \(key), \(changeTag), \(seq), \(payload))
             ON CONFLICT (zone_id, id) DO UPDATE SET change_tag = excluded.change_tag, seq = excluded.seq, payload = excluded.payload
             """)
         for blob in blobs {
-            try await db.run("INSERT INTO record_blobs(zone_id, record_id, sha256) VALUES (\(zone), \(id), \(blob)) ON CONFLICT DO NOTHING")
+            try await db.run("INSERT INTO record_blobs(zone_id, record_id, sha256) VALUES (\(zone), \(key), \(PostgresKey.blob(blob))) ON CONFLICT DO NOTHING")
         }
     }
 
@@ -191,17 +193,17 @@ struct PostgresTransaction: StorageTransaction {
         try await db.rows("""
             SELECT id, change_tag, seq, payload FROM records WHERE zone_id = \(zone) AND seq > \(seq) ORDER BY seq LIMIT \(limit)
             """).map { row in
-            let (id, tag, seq, payload) = try row.decode((String, String, Int64, String?).self)
-            return StoredChange(id: id, changeTag: tag, seq: seq, payload: payload)
+            let (id, tag, seq, payload) = try row.decode((UUID, String, Int64, String?).self)
+            return StoredChange(id: PostgresKey.recordID(id), changeTag: tag, seq: seq, payload: payload)
         }
     }
 
     func blobSize(_ sha256: String) async throws -> Int64? {
-        try await db.value("SELECT size FROM blobs WHERE sha256 = \(sha256)", as: Int64.self)
+        try await db.value("SELECT size FROM blobs WHERE sha256 = \(PostgresKey.blob(sha256))", as: Int64.self)
     }
 
     func holds(account: Int64, blob sha256: String) async throws -> Bool {
-        try await db.value("SELECT EXISTS (SELECT 1 FROM possessions WHERE account_id = \(account) AND sha256 = \(sha256))",
+        try await db.value("SELECT EXISTS (SELECT 1 FROM possessions WHERE account_id = \(account) AND sha256 = \(PostgresKey.blob(sha256)))",
                            as: Bool.self) ?? false
     }
 
@@ -209,21 +211,21 @@ struct PostgresTransaction: StorageTransaction {
         try await db.value("""
             SELECT EXISTS (
                 SELECT 1 FROM record_blobs rb JOIN zones z ON z.id = rb.zone_id
-                WHERE rb.sha256 = \(sha256) AND (z.owner_id = \(account) OR EXISTS (
+                WHERE rb.sha256 = \(PostgresKey.blob(sha256)) AND (z.owner_id = \(account) OR EXISTS (
                     SELECT 1 FROM shares s WHERE s.zone_id = z.id AND s.account_id = \(account))))
             """, as: Bool.self) ?? false
     }
 
     func reserveBlob(_ sha256: String, size: Int64, touchedAt: Int64, possessor: Int64) async throws {
         try await db.run("""
-            INSERT INTO blobs(sha256, size, created_at, touched_at) VALUES (\(sha256), \(size), \(touchedAt), \(touchedAt))
+            INSERT INTO blobs(sha256, size, created_at, touched_at) VALUES (\(PostgresKey.blob(sha256)), \(size), \(touchedAt), \(touchedAt))
             ON CONFLICT (sha256) DO UPDATE SET touched_at = excluded.touched_at
             """)
-        try await db.run("INSERT INTO possessions(account_id, sha256) VALUES (\(possessor), \(sha256)) ON CONFLICT DO NOTHING")
+        try await db.run("INSERT INTO possessions(account_id, sha256) VALUES (\(possessor), \(PostgresKey.blob(sha256))) ON CONFLICT DO NOTHING")
     }
 
     func touchBlob(_ sha256: String, at: Int64) async throws {
-        try await db.run("UPDATE blobs SET touched_at = \(at) WHERE sha256 = \(sha256)")
+        try await db.run("UPDATE blobs SET touched_at = \(at) WHERE sha256 = \(PostgresKey.blob(sha256))")
     }
 
     func collectableBlobs(touchedBy cutoff: Int64) async throws -> [(sha256: String, size: Int64)] {
@@ -231,22 +233,25 @@ struct PostgresTransaction: StorageTransaction {
             SELECT sha256, size FROM blobs b
             WHERE touched_at <= \(cutoff) AND NOT EXISTS (SELECT 1 FROM record_blobs rb WHERE rb.sha256 = b.sha256)
             ORDER BY sha256
-            """).map { try $0.decode((String, Int64).self) }
+            """).map { row in
+            let (sha256, size) = try row.decode((Data, Int64).self)
+            return (PostgresKey.address(sha256), size)
+        }
     }
 
     /// The row lock makes an upload of the blob on any process (`INSERT … ON CONFLICT DO UPDATE
     /// touched_at`) wait until the row and file are gone, then insert the row again.
     func lockCollectable(_ sha256: String, touchedBy cutoff: Int64) async throws -> Bool {
         try await db.value("""
-            SELECT 1 FROM blobs b WHERE b.sha256 = \(sha256) AND b.touched_at <= \(cutoff)
+            SELECT 1 FROM blobs b WHERE b.sha256 = \(PostgresKey.blob(sha256)) AND b.touched_at <= \(cutoff)
                 AND NOT EXISTS (SELECT 1 FROM record_blobs rb WHERE rb.sha256 = b.sha256)
             FOR UPDATE
             """, as: Int32.self) != nil
     }
 
     func deleteBlob(_ sha256: String) async throws {
-        try await db.run("DELETE FROM possessions WHERE sha256 = \(sha256)")
-        try await db.run("DELETE FROM blobs WHERE sha256 = \(sha256)")
+        try await db.run("DELETE FROM possessions WHERE sha256 = \(PostgresKey.blob(sha256))")
+        try await db.run("DELETE FROM blobs WHERE sha256 = \(PostgresKey.blob(sha256))")
     }
 
     func orphanTexts(delete: Bool) async throws -> Int {
@@ -263,7 +268,7 @@ struct PostgresTransaction: StorageTransaction {
     func textOwners(blob sha256: String, reader: Int64) async throws -> [Int64] {
         try await db.rows("""
             SELECT DISTINCT z.owner_id FROM record_blobs rb JOIN zones z ON z.id = rb.zone_id
-            WHERE rb.sha256 = \(sha256) AND (z.owner_id = \(reader)
+            WHERE rb.sha256 = \(PostgresKey.blob(sha256)) AND (z.owner_id = \(reader)
                   OR EXISTS (SELECT 1 FROM shares s WHERE s.zone_id = z.id AND s.account_id = \(reader)))
             ORDER BY z.owner_id
             """).map { try $0.decode(Int64.self) }
@@ -273,21 +278,21 @@ struct PostgresTransaction: StorageTransaction {
         let bytes = StorageUse.textBytes(text: text, failure: failure)
         return try await db.run("""
             INSERT INTO blob_texts(owner_id, sha256, version, bytes, text, failure, uploaded_at)
-            VALUES (\(owner), \(sha256), \(version), \(bytes), \(text), \(failure), \(uploadedAt))
+            VALUES (\(owner), \(PostgresKey.blob(sha256)), \(version), \(bytes), \(text), \(failure), \(uploadedAt))
             ON CONFLICT (owner_id, sha256, version) DO NOTHING RETURNING 1
             """) > 0
     }
 
     func hasText(owner: Int64, blob sha256: String, version: String) async throws -> Bool {
         try await db.value("""
-            SELECT EXISTS (SELECT 1 FROM blob_texts WHERE owner_id = \(owner) AND sha256 = \(sha256) AND version = \(version))
+            SELECT EXISTS (SELECT 1 FROM blob_texts WHERE owner_id = \(owner) AND sha256 = \(PostgresKey.blob(sha256)) AND version = \(version))
             """, as: Bool.self) ?? false
     }
 
     func participants(owner: Int64, referencing sha256: String) async throws -> [Int64] {
         try await db.rows("""
             SELECT s.account_id FROM record_blobs rb JOIN zones z ON z.id = rb.zone_id JOIN shares s ON s.zone_id = z.id
-            WHERE rb.sha256 = \(sha256) AND z.owner_id = \(owner)
+            WHERE rb.sha256 = \(PostgresKey.blob(sha256)) AND z.owner_id = \(owner)
             """).map { try $0.decode(Int64.self) }
     }
 
@@ -298,7 +303,7 @@ struct PostgresTransaction: StorageTransaction {
     func readableText(blob sha256: String, version: String, reader: Int64) async throws -> (text: String?, failure: String?)? {
         guard let row = try await db.rows("""
             SELECT t.text, t.failure FROM blob_texts t
-            WHERE t.sha256 = \(sha256) AND t.version = \(version) AND EXISTS (
+            WHERE t.sha256 = \(PostgresKey.blob(sha256)) AND t.version = \(version) AND EXISTS (
                 SELECT 1 FROM record_blobs rb JOIN zones z ON z.id = rb.zone_id
                 WHERE rb.sha256 = t.sha256 AND z.owner_id = t.owner_id
                 AND (z.owner_id = \(reader) OR EXISTS (SELECT 1 FROM shares s WHERE s.zone_id = z.id AND s.account_id = \(reader))))

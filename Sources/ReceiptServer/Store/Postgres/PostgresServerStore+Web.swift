@@ -49,8 +49,8 @@ extension PostgresServerStore {
             for blob in blobs {
                 found[blob] = try await db.value("""
                     SELECT rb.record_id FROM record_blobs rb JOIN records r ON r.zone_id = rb.zone_id AND r.id = rb.record_id
-                    WHERE rb.sha256 = \(blob) AND rb.zone_id = \(zone) AND r.payload IS NOT NULL LIMIT 1
-                    """, as: String.self)
+                    WHERE rb.sha256 = \(PostgresKey.blob(blob)) AND rb.zone_id = \(zone) AND r.payload IS NOT NULL LIMIT 1
+                    """, as: UUID.self).map(PostgresKey.recordID)
             }
             return found
         }
@@ -59,7 +59,7 @@ extension PostgresServerStore {
     func webReceipt(zone: Int64, id: String) async throws -> WebReceiptRow? {
         try await transaction { db in
             guard let row = try await db.rows("""
-                SELECT change_tag, payload FROM records WHERE zone_id = \(zone) AND id = \(id) AND payload IS NOT NULL
+                SELECT change_tag, payload FROM records WHERE zone_id = \(zone) AND id = \(PostgresKey.record(id)) AND payload IS NOT NULL
                 """).first else { return nil }
             let (tag, payload) = try row.decode((String, String).self)
             let receipt = try JSONDecoder().decode(WireReceipt.self, from: Data(payload.utf8))
@@ -112,8 +112,8 @@ extension PostgresServerStore {
                 """, binds: pageBinds))
             let decoder = JSONDecoder()
             let receipts = try rows.map { row in
-                let (id, tag, payload) = try row.decode((String, String, String).self)
-                return WebReceiptRow(id: id, changeTag: tag, receipt: try decoder.decode(WireReceipt.self, from: Data(payload.utf8)))
+                let (id, tag, payload) = try row.decode((UUID, String, String).self)
+                return WebReceiptRow(id: PostgresKey.recordID(id), changeTag: tag, receipt: try decoder.decode(WireReceipt.self, from: Data(payload.utf8)))
             }
             // Summed exactly as NUMERIC per currency; a total that is no plain number (rare) is
             // grouped by its text and read as the embedded catalog reads it.

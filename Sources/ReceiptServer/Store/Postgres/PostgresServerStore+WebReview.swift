@@ -28,12 +28,13 @@ extension PostgresServerStore {
             let count = try await Self.reviewCount(db, zone.id)
             var binds = PostgresBindings()
             binds.append(zone.id)
-            binds.append(start.id)
+            // No id yet (or none that is one): from the first.
+            binds.append(PostgresKey.record(start.id) ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
             guard let row = try await db.rows(PostgresQuery(unsafeSQL: """
                 SELECT id, change_tag, payload FROM records
                 WHERE zone_id = $1 AND id \(start.inclusive ? ">=" : ">") $2 AND \(Self.hasReadings) ORDER BY id LIMIT 1
                 """, binds: binds)).first else { return WebReviewQueue(zone: zone, count: count, row: nil, twins: []) }
-            let (id, tag, payload) = try row.decode((String, String, String).self)
+            let (id, tag, payload) = try row.decode((UUID, String, String).self)
             let receipt = try JSONDecoder().decode(WireReceipt.self, from: Data(payload.utf8))
             var twins: [String] = []
             if let merchant = receipt.merchant, let date = receipt.date, let total = receipt.total {
@@ -42,10 +43,10 @@ extension PostgresServerStore {
                     AND total = \(total) AND date = \(date) AND merchant = lower(\(merchant)) AND id <> \(id)
                     ORDER BY id LIMIT \(WebReviewQueue.maxTwins)
                     """) {
-                    twins.append(try twin.decode(String.self))
+                    twins.append(PostgresKey.recordID(try twin.decode(UUID.self)))
                 }
             }
-            return WebReviewQueue(zone: zone, count: count, row: WebReceiptRow(id: id, changeTag: tag, receipt: receipt), twins: twins)
+            return WebReviewQueue(zone: zone, count: count, row: WebReceiptRow(id: PostgresKey.recordID(id), changeTag: tag, receipt: receipt), twins: twins)
         }
     }
 }

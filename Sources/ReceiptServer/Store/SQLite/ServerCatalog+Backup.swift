@@ -11,7 +11,7 @@ extension ServerCatalog {
         return try queue.read { db in
             let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
             if integrity != ["ok"] { return ["\(path) fails SQLite's integrity check: \(integrity.prefix(3).joined(separator: "; "))"] }
-            let referenced = try String.fetchAll(db, sql: "SELECT DISTINCT sha256 FROM recordBlobs ORDER BY sha256")
+            let referenced = try DatabaseValue.fetchAll(db, sql: "SELECT DISTINCT sha256 FROM recordBlobs ORDER BY sha256").map(StoredKey.address)
             return referenced.filter { !blobs.contains($0) }.map { "blob \($0), which a record references, is missing from the backup" }
         }
     }

@@ -116,12 +116,13 @@ struct SQLiteTransaction: StorageTransaction {
     func record(zone: Int64, id: String) async throws -> StoredRecord? {
         try await run { db in
             try Row.fetchOne(db.cachedStatement(sql: "SELECT changeTag, payload FROM records WHERE zoneID = ? AND id = ?"),
-                             arguments: [zone, id]).map { StoredRecord(changeTag: $0["changeTag"], payload: $0["payload"]) }
+                             arguments: [zone, StoredKey.record(id)]).map { StoredRecord(changeTag: $0["changeTag"], payload: $0["payload"]) }
         }
     }
 
     func saveRecord(zone: Int64, id: String, changeTag: String, seq: Int64, payload: String?, blobs: [String]) async throws {
         try await run { db in
+            let id = StoredKey.record(id)
             try db.cachedStatement(sql: "DELETE FROM recordBlobs WHERE zoneID = ? AND recordID = ?").execute(arguments: [zone, id])
             try db.cachedStatement(sql: """
                 INSERT INTO records(zoneID, id, changeTag, seq, payload) VALUES (?, ?, ?, ?, ?)
@@ -130,7 +131,7 @@ struct SQLiteTransaction: StorageTransaction {
                 """).execute(arguments: [zone, id, changeTag, seq, payload])
             for blob in blobs {
                 try db.cachedStatement(sql: "INSERT OR IGNORE INTO recordBlobs(zoneID, recordID, sha256) VALUES (?, ?, ?)")
-                    .execute(arguments: [zone, id, blob])
+                    .execute(arguments: [zone, id, StoredKey.blob(blob)])
             }
         }
     }
@@ -147,21 +148,21 @@ struct SQLiteTransaction: StorageTransaction {
             try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT id, changeTag, seq, payload FROM records WHERE zoneID = ? AND seq > ? ORDER BY seq LIMIT ?
                 """), arguments: [zone, seq, limit]).map {
-                StoredChange(id: $0["id"], changeTag: $0["changeTag"], seq: $0["seq"], payload: $0["payload"])
+                StoredChange(id: StoredKey.recordID($0["id"]), changeTag: $0["changeTag"], seq: $0["seq"], payload: $0["payload"])
             }
         }
     }
 
     func blobSize(_ sha256: String) async throws -> Int64? {
         try await run { db in
-            try Int64.fetchOne(db.cachedStatement(sql: "SELECT size FROM blobs WHERE sha256 = ?"), arguments: [sha256])
+            try Int64.fetchOne(db.cachedStatement(sql: "SELECT size FROM blobs WHERE sha256 = ?"), arguments: [StoredKey.blob(sha256)])
         }
     }
 
     func holds(account: Int64, blob sha256: String) async throws -> Bool {
         try await run { db in
             try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM possessions WHERE accountID = ? AND sha256 = ?)"),
-                              arguments: [account, sha256]) ?? false
+                              arguments: [account, StoredKey.blob(sha256)]) ?? false
         }
     }
 
@@ -172,7 +173,7 @@ struct SQLiteTransaction: StorageTransaction {
                     SELECT 1 FROM recordBlobs rb JOIN zones z ON z.id = rb.zoneID
                     WHERE rb.sha256 = ?1 AND (z.ownerID = ?2 OR EXISTS (
                         SELECT 1 FROM shares s WHERE s.zoneID = z.id AND s.accountID = ?2)))
-                """), arguments: [sha256, account]) ?? false
+                """), arguments: [StoredKey.blob(sha256), account]) ?? false
         }
     }
 
@@ -181,15 +182,15 @@ struct SQLiteTransaction: StorageTransaction {
             try db.cachedStatement(sql: """
                 INSERT INTO blobs(sha256, size, createdAt, touchedAt) VALUES (?1, ?2, ?3, ?3)
                 ON CONFLICT(sha256) DO UPDATE SET touchedAt = excluded.touchedAt
-                """).execute(arguments: [sha256, size, touchedAt])
+                """).execute(arguments: [StoredKey.blob(sha256), size, touchedAt])
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO possessions(accountID, sha256) VALUES (?, ?)")
-                .execute(arguments: [possessor, sha256])
+                .execute(arguments: [possessor, StoredKey.blob(sha256)])
         }
     }
 
     func touchBlob(_ sha256: String, at: Int64) async throws {
         try await run { db in
-            try db.cachedStatement(sql: "UPDATE blobs SET touchedAt = ? WHERE sha256 = ?").execute(arguments: [at, sha256])
+            try db.cachedStatement(sql: "UPDATE blobs SET touchedAt = ? WHERE sha256 = ?").execute(arguments: [at, StoredKey.blob(sha256)])
         }
     }
 

@@ -111,7 +111,7 @@ extension SQLiteTransaction {
                 SELECT sha256, size FROM blobs b
                 WHERE touchedAt <= ? AND NOT EXISTS (SELECT 1 FROM recordBlobs rb WHERE rb.sha256 = b.sha256)
                 ORDER BY sha256
-                """, arguments: [cutoff]).map { ($0["sha256"], $0["size"]) }
+                """, arguments: [cutoff]).map { (StoredKey.address($0["sha256"]), $0["size"]) }
         }
     }
 
@@ -120,14 +120,14 @@ extension SQLiteTransaction {
             try Bool.fetchOne(db, sql: """
                 SELECT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = ?1 AND b.touchedAt <= ?2
                     AND NOT EXISTS (SELECT 1 FROM recordBlobs rb WHERE rb.sha256 = b.sha256))
-                """, arguments: [sha256, cutoff]) ?? false
+                """, arguments: [StoredKey.blob(sha256), cutoff]) ?? false
         }
     }
 
     func deleteBlob(_ sha256: String) async throws {
         try await run { db in
-            try db.execute(sql: "DELETE FROM possessions WHERE sha256 = ?", arguments: [sha256])
-            try db.execute(sql: "DELETE FROM blobs WHERE sha256 = ?", arguments: [sha256])
+            try db.execute(sql: "DELETE FROM possessions WHERE sha256 = ?", arguments: [StoredKey.blob(sha256)])
+            try db.execute(sql: "DELETE FROM blobs WHERE sha256 = ?", arguments: [StoredKey.blob(sha256)])
         }
     }
 
@@ -149,7 +149,7 @@ extension SQLiteTransaction {
                 SELECT DISTINCT z.ownerID FROM recordBlobs rb JOIN zones z ON z.id = rb.zoneID
                 WHERE rb.sha256 = ?1 AND (z.ownerID = ?2 OR EXISTS (SELECT 1 FROM shares s WHERE s.zoneID = z.id AND s.accountID = ?2))
                 ORDER BY z.ownerID
-                """), arguments: [sha256, reader])
+                """), arguments: [StoredKey.blob(sha256), reader])
         }
     }
 
@@ -158,7 +158,7 @@ extension SQLiteTransaction {
             try db.cachedStatement(sql: """
                 INSERT INTO blobTexts(ownerID, sha256, version, bytes, text, failure, uploadedAt) VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(ownerID, sha256, version) DO NOTHING
-                """).execute(arguments: [owner, sha256, version, StorageUse.textBytes(text: text, failure: failure), text, failure, uploadedAt])
+                """).execute(arguments: [owner, StoredKey.blob(sha256), version, StorageUse.textBytes(text: text, failure: failure), text, failure, uploadedAt])
             return db.changesCount > 0
         }
     }
@@ -167,7 +167,7 @@ extension SQLiteTransaction {
         try await run { db in
             try Bool.fetchOne(db.cachedStatement(sql: """
                 SELECT EXISTS (SELECT 1 FROM blobTexts WHERE ownerID = ? AND sha256 = ? AND version = ?)
-                """), arguments: [owner, sha256, version]) ?? false
+                """), arguments: [owner, StoredKey.blob(sha256), version]) ?? false
         }
     }
 
@@ -176,7 +176,7 @@ extension SQLiteTransaction {
             try Int64.fetchAll(db.cachedStatement(sql: """
                 SELECT s.accountID FROM recordBlobs rb JOIN zones z ON z.id = rb.zoneID JOIN shares s ON s.zoneID = z.id
                 WHERE rb.sha256 = ? AND z.ownerID = ?
-                """), arguments: [sha256, owner])
+                """), arguments: [StoredKey.blob(sha256), owner])
         }
     }
 
@@ -195,7 +195,7 @@ extension SQLiteTransaction {
                     WHERE rb.sha256 = t.sha256 AND z.ownerID = t.ownerID
                     AND (z.ownerID = ?3 OR EXISTS (SELECT 1 FROM shares s WHERE s.zoneID = z.id AND s.accountID = ?3)))
                 ORDER BY t.ownerID <> ?3, t.ownerID LIMIT 1
-                """), arguments: [sha256, version, reader]).map { ($0["text"], $0["failure"]) }
+                """), arguments: [StoredKey.blob(sha256), version, reader]).map { ($0["text"], $0["failure"]) }
         }
     }
 }

@@ -6,19 +6,25 @@ import ReceiptWire
 /// `failure` (per owner since "server-texts-per-owner", ServerCatalog+TextOwners.swift: a text one
 /// household stored is never another's).
 extension ServerCatalog {
+    /// The texts' table as server-v4-text made it (`blobTextsUnowned` since server-texts-per-owner),
+    /// its address column `address` (text, then bytes since server-keys-as-bytes).
+    static func textsTable(_ name: String, address: String) -> String {
+        """
+        CREATE TABLE \(name) (
+            \(address) REFERENCES blobs(sha256) ON DELETE CASCADE,
+            version TEXT NOT NULL,
+            text TEXT,
+            failure TEXT,
+            uploadedAt INTEGER NOT NULL,
+            PRIMARY KEY (sha256, version),
+            CHECK ((text IS NULL) <> (failure IS NULL))
+        ) WITHOUT ROWID;
+        """
+    }
+
     static func registerTextMigrations(_ m: inout DatabaseMigrator) {
         m.registerMigration("server-v4-text") { db in
-            try db.execute(sql: """
-                CREATE TABLE blobTexts (
-                    sha256 TEXT NOT NULL REFERENCES blobs(sha256) ON DELETE CASCADE,
-                    version TEXT NOT NULL,
-                    text TEXT,
-                    failure TEXT,
-                    uploadedAt INTEGER NOT NULL,
-                    PRIMARY KEY (sha256, version),
-                    CHECK ((text IS NULL) <> (failure IS NULL))
-                ) WITHOUT ROWID;
-                """)
+            try db.execute(sql: textsTable("blobTexts", address: "sha256 TEXT NOT NULL"))
         }
         // Per account, a counter that moves whenever a text the account can read is stored (or the
         // account is given a zone), so its vaults ask about their blobs' texts only after it moved

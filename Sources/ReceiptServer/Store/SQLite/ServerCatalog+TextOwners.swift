@@ -23,17 +23,7 @@ extension ServerCatalog {
                 DROP TRIGGER blobTexts_search_update;
                 DROP TRIGGER blobTexts_search_delete;
                 ALTER TABLE blobTexts RENAME TO blobTextsUnowned;
-                CREATE TABLE blobTexts (
-                    ownerID INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
-                    sha256 TEXT NOT NULL REFERENCES blobs(sha256) ON DELETE CASCADE,
-                    version TEXT NOT NULL,
-                    bytes INTEGER NOT NULL,
-                    text TEXT,
-                    failure TEXT,
-                    uploadedAt INTEGER NOT NULL,
-                    PRIMARY KEY (ownerID, sha256, version),
-                    CHECK ((text IS NULL) <> (failure IS NULL))
-                ) WITHOUT ROWID;
+                \(ownerTextsTable("blobTexts", address: "sha256 TEXT NOT NULL"))
                 CREATE INDEX blobTexts_by_blob ON blobTexts(sha256, version);
                 -- The quota sums an owner's text bytes from this index alone, never reading a text.
                 CREATE INDEX blobTexts_bytes ON blobTexts(ownerID, bytes);
@@ -49,6 +39,23 @@ extension ServerCatalog {
                 \(searchTriggers)
                 """)
         }
+    }
+
+    /// The owners' texts' table, its address column `address` (text, then bytes since server-keys-as-bytes).
+    static func ownerTextsTable(_ name: String, address: String) -> String {
+        """
+        CREATE TABLE \(name) (
+            ownerID INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+            \(address) REFERENCES blobs(sha256) ON DELETE CASCADE,
+            version TEXT NOT NULL,
+            bytes INTEGER NOT NULL,
+            text TEXT,
+            failure TEXT,
+            uploadedAt INTEGER NOT NULL,
+            PRIMARY KEY (ownerID, sha256, version),
+            CHECK ((text IS NULL) <> (failure IS NULL))
+        ) WITHOUT ROWID;
+        """
     }
 
     static func registerSearchTextsByRecordMigration(_ m: inout DatabaseMigrator) {

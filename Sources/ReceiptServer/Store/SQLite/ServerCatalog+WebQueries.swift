@@ -16,7 +16,7 @@ extension ServerCatalog {
             try db.execute(sql: """
                 CREATE TABLE webRows (
                     zoneID INTEGER NOT NULL,
-                    \(webRowsColumns),
+                    \(webRowsColumns()),
                     PRIMARY KEY (zoneID, id)
                 ) WITHOUT ROWID;
                 \(webRowsIndexesAndTriggers)
@@ -35,9 +35,10 @@ extension ServerCatalog {
         }
     }
 
-    /// The columns of `webRows` after its zone.
-    static let webRowsColumns = """
-        id TEXT NOT NULL,
+    /// The columns of `webRows` after its zone (`id` as text until migration `server-keys-as-bytes`).
+    static func webRowsColumns(id: String = "id TEXT NOT NULL") -> String {
+        """
+        \(id),
         date TEXT,
         createdAt INTEGER NOT NULL,
         merchant TEXT,
@@ -47,39 +48,51 @@ extension ServerCatalog {
         total TEXT,
         words TEXT NOT NULL
         """
+    }
 
     /// The indexes of `webRows`, the triggers on `records` that keep it, and its rows of the records there are.
     static var webRowsIndexesAndTriggers: String {
+        webRowsIndexes + webRowsTriggers + "\(webRowsInsert) SELECT r.zoneID, r.id, \(webRowsValues("r")) FROM records r WHERE r.payload IS NOT NULL;\n"
+    }
+
+    static let webRowsIndexes = """
+        CREATE INDEX webRows_by_date ON webRows(zoneID, date DESC, createdAt DESC, id);
+        \(webRowsByAddedIndex)
+        -- Covers the count and totals of every filter but words: no row is looked up for them.
+        CREATE INDEX webRows_by_amount ON webRows(zoneID, currency, total, date, status, category, merchant);
+
+        """
+
+    static var webRowsTriggers: String {
+        """
+        CREATE TRIGGER records_webRows_insert AFTER INSERT ON records WHEN new.payload IS NOT NULL BEGIN
+            \(webRowsInsert) SELECT new.zoneID, new.id, \(webRowsValues("new"));
+        END;
+        CREATE TRIGGER records_webRows_update AFTER UPDATE ON records BEGIN
+            DELETE FROM webRows WHERE zoneID = old.zoneID AND id = old.id;
+            \(webRowsInsert) SELECT new.zoneID, new.id, \(webRowsValues("new")) WHERE new.payload IS NOT NULL;
+        END;
+        CREATE TRIGGER records_webRows_delete AFTER DELETE ON records BEGIN
+            DELETE FROM webRows WHERE zoneID = old.zoneID AND id = old.id;
+        END;
+
+        """
+    }
+
+    static let webRowsInsert = "INSERT INTO webRows(zoneID, id, date, createdAt, merchant, category, status, currency, total, words)"
+
+    /// The values of a `webRows` row after its zone and id, from the payload of the record `r`.
+    static func webRowsValues(_ r: String) -> String {
         // SQLite 3.40 (Debian 12) has no concat_ws: absent fields are joined as empty strings.
-        func columns(_ r: String) -> String {
-            func field(_ key: String) -> String { "coalesce(json_extract(\(r).payload, '$.\(key)'), '')" }
-            let words = ["merchant", "category", "note", "total", "claim", "tags"].map(field).joined(separator: " || ' ' || ")
-            return """
-                json_extract(\(r).payload, '$.date'), coalesce(json_extract(\(r).payload, '$.createdAt'), 0),
-                lower(json_extract(\(r).payload, '$.merchant')), lower(json_extract(\(r).payload, '$.category')),
-                json_extract(\(r).payload, '$.status'), json_extract(\(r).payload, '$.currency'),
-                json_extract(\(r).payload, '$.total'),
-                lower(\(words) || ' ' || coalesce((SELECT group_concat(json_extract(a.value, '$.filename'), ' ')
-                                                 FROM json_each(\(r).payload, '$.attachments') a), ''))
-                """
-        }
-        let insert = "INSERT INTO webRows(zoneID, id, date, createdAt, merchant, category, status, currency, total, words)"
+        func field(_ key: String) -> String { "coalesce(json_extract(\(r).payload, '$.\(key)'), '')" }
+        let words = ["merchant", "category", "note", "total", "claim", "tags"].map(field).joined(separator: " || ' ' || ")
         return """
-            CREATE INDEX webRows_by_date ON webRows(zoneID, date DESC, createdAt DESC, id);
-            \(webRowsByAddedIndex)
-            -- Covers the count and totals of every filter but words: no row is looked up for them.
-            CREATE INDEX webRows_by_amount ON webRows(zoneID, currency, total, date, status, category, merchant);
-            CREATE TRIGGER records_webRows_insert AFTER INSERT ON records WHEN new.payload IS NOT NULL BEGIN
-                \(insert) SELECT new.zoneID, new.id, \(columns("new"));
-            END;
-            CREATE TRIGGER records_webRows_update AFTER UPDATE ON records BEGIN
-                DELETE FROM webRows WHERE zoneID = old.zoneID AND id = old.id;
-                \(insert) SELECT new.zoneID, new.id, \(columns("new")) WHERE new.payload IS NOT NULL;
-            END;
-            CREATE TRIGGER records_webRows_delete AFTER DELETE ON records BEGIN
-                DELETE FROM webRows WHERE zoneID = old.zoneID AND id = old.id;
-            END;
-            \(insert) SELECT r.zoneID, r.id, \(columns("r")) FROM records r WHERE r.payload IS NOT NULL;
+            json_extract(\(r).payload, '$.date'), coalesce(json_extract(\(r).payload, '$.createdAt'), 0),
+            lower(json_extract(\(r).payload, '$.merchant')), lower(json_extract(\(r).payload, '$.category')),
+            json_extract(\(r).payload, '$.status'), json_extract(\(r).payload, '$.currency'),
+            json_extract(\(r).payload, '$.total'),
+            lower(\(words) || ' ' || coalesce((SELECT group_concat(json_extract(a.value, '$.filename'), ' ')
+                                             FROM json_each(\(r).payload, '$.attachments') a), ''))
             """
     }
 
@@ -119,7 +132,7 @@ extension ServerCatalog {
             let decoder = JSONDecoder()
             let receipts = try rows.map { row in
                 let payload: String = row["payload"]
-                return WebReceiptRow(id: row["id"], changeTag: row["changeTag"],
+                return WebReceiptRow(id: StoredKey.recordID(row["id"]), changeTag: row["changeTag"],
                                      receipt: try decoder.decode(WireReceipt.self, from: Data(payload.utf8)))
             }
             var totals = WebTotals()
@@ -135,7 +148,7 @@ extension ServerCatalog {
         try await pool.read { db in
             guard let row = try Row.fetchOne(db, sql: """
                 SELECT changeTag, payload FROM records WHERE zoneID = ? AND id = ? AND payload IS NOT NULL
-                """, arguments: [zone, id]) else { return nil }
+                """, arguments: [zone, StoredKey.record(id)]) else { return nil }
             let payload: String = row["payload"]
             let receipt = try JSONDecoder().decode(WireReceipt.self, from: Data(payload.utf8))
             return WebReceiptRow(id: id, changeTag: row["changeTag"], receipt: receipt)
@@ -146,10 +159,10 @@ extension ServerCatalog {
         try await pool.read { db in
             var found: [String: String] = [:]
             for blob in blobs {
-                found[blob] = try String.fetchOne(db, sql: """
+                found[blob] = try DatabaseValue.fetchOne(db, sql: """
                     SELECT rb.recordID FROM recordBlobs rb JOIN records r ON r.zoneID = rb.zoneID AND r.id = rb.recordID
                     WHERE rb.sha256 = ? AND rb.zoneID = ? AND r.payload IS NOT NULL LIMIT 1
-                    """, arguments: [blob, zone])
+                    """, arguments: [StoredKey.blob(blob), zone]).map(StoredKey.recordID)
             }
             return found
         }

@@ -33,18 +33,18 @@ extension ServerCatalog {
             guard let row = try Row.fetchOne(db, sql: """
                 SELECT id, changeTag, payload FROM records INDEXED BY records_to_review
                 WHERE zoneID = ? AND id \(start.inclusive ? ">=" : ">") ? AND \(Self.hasReadings) ORDER BY id LIMIT 1
-                """, arguments: [zone.id, start.id]) else { return WebReviewQueue(zone: zone, count: count, row: nil, twins: []) }
+                """, arguments: [zone.id, StoredKey.record(start.id)]) else { return WebReviewQueue(zone: zone, count: count, row: nil, twins: []) }
             let payload: String = row["payload"]
             let receipt = try JSONDecoder().decode(WireReceipt.self, from: Data(payload.utf8))
             var twins: [String] = []
             if let merchant = receipt.merchant, let date = receipt.date, let total = receipt.total {
                 // webRows keeps the merchant lowercased.
-                twins = try String.fetchAll(db, sql: """
+                twins = try DatabaseValue.fetchAll(db, sql: """
                     SELECT id FROM webRows INDEXED BY webRows_by_amount WHERE zoneID = ? AND currency IS ? AND total = ? AND date = ? AND merchant = lower(?) AND id <> ?
                     ORDER BY id LIMIT ?
-                    """, arguments: [zone.id, receipt.currency, total, date, merchant, row["id"], WebReviewQueue.maxTwins])
+                    """, arguments: [zone.id, receipt.currency, total, date, merchant, row["id"], WebReviewQueue.maxTwins]).map(StoredKey.recordID)
             }
-            return WebReviewQueue(zone: zone, count: count, row: WebReceiptRow(id: row["id"], changeTag: row["changeTag"], receipt: receipt),
+            return WebReviewQueue(zone: zone, count: count, row: WebReceiptRow(id: StoredKey.recordID(row["id"]), changeTag: row["changeTag"], receipt: receipt),
                                   twins: twins)
         }
     }

@@ -34,16 +34,14 @@ extension ServerCatalog {
                 CREATE TABLE webRows (
                     docID INTEGER PRIMARY KEY,
                     zoneID INTEGER NOT NULL,
-                    \(webRowsColumns),
+                    \(webRowsColumns()),
                     UNIQUE (zoneID, id)
                 );
                 CREATE VIRTUAL TABLE webSearch USING fts5(meta, text, tokenize = 'unicode61 remove_diacritics 2');
                 CREATE TRIGGER webRows_search_insert AFTER INSERT ON webRows BEGIN
                     INSERT INTO webSearch(rowid, meta, text) VALUES (new.docID, new.words, \(recordTexts(zone: "new.zoneID", id: "new.id")));
                 END;
-                CREATE TRIGGER webRows_search_delete AFTER DELETE ON webRows BEGIN
-                    DELETE FROM webSearch WHERE rowid = old.docID;
-                END;
+                \(webRowsSearchDelete)
                 -- A push replaces a record's blobs after its row: only a blob with a text changes its document.
                 CREATE TRIGGER recordBlobs_search_insert AFTER INSERT ON recordBlobs WHEN \(hasText("new.sha256")) BEGIN
                     \(refresh(zone: "new.zoneID", id: "new.recordID"))
@@ -87,6 +85,12 @@ extension ServerCatalog {
                 """)
         }
     }
+
+    static let webRowsSearchDelete = """
+        CREATE TRIGGER webRows_search_delete AFTER DELETE ON webRows BEGIN
+            DELETE FROM webSearch WHERE rowid = old.docID;
+        END;
+        """
 
     /// The texts of a record's blobs (any extractor version; failures have none), the record named by
     /// SQL for its zone and id. Inside this subquery `zoneID` alone is the blob row's: name them qualified.

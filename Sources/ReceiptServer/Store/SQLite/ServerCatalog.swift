@@ -42,6 +42,7 @@ public final class ServerCatalog: Sendable {
                 throw ServerError(.failed, "the server catalog \(FileSystem.join(path, Self.fileName)) was written by a newer receipt "
                     + "(migrations \(unknown.joined(separator: ", ")) unknown to this one): upgrade receipt; nothing was changed")
             }
+            do { try Self.refuseUnconvertibleKeysBeforeMigrating(pool) } catch { try? pool.close(); throw error }
             try Self.keepCopyBeforeMigration(pool, catalogPath: FileSystem.join(path, Self.fileName))
             try Self.migrator.migrate(pool)
             self.pool = SQLitePool(pool, configuration: config)
@@ -129,6 +130,7 @@ public final class ServerCatalog: Sendable {
         registerWebRowsByAddedMigration(&m)
         registerWebReviewMigration(&m)
         registerSearchTextsByRecordMigration(&m)
+        registerByteKeysMigration(&m)
         return m
     }
 }
