@@ -77,15 +77,16 @@ def import_script(source, target):
     """The floor's import: `source`'s rows into `target` (a fresh catalog without triggers), span by span."""
     with sqlite3.connect("file:%s?mode=ro" % source, uri=True) as db:
         receipts = db.execute("SELECT coalesce(max(rowNumber), 0) FROM receipts").fetchone()[0]
-        blobs = db.execute("SELECT coalesce(max(rowid), 0) FROM blobs").fetchone()[0]
     spans = max(1, -(-receipts // SPAN))
     out = ["PRAGMA journal_mode = WAL;", "PRAGMA synchronous = FULL;", "PRAGMA foreign_keys = ON;",
            "ATTACH 'file:%s?mode=ro' AS ref;" % source]
     for k in range(spans):
         r0, r1 = k * SPAN + 1, min(receipts, (k + 1) * SPAN)
-        b0, b1 = k * blobs // spans + 1, (k + 1) * blobs // spans
         out += ["BEGIN;",
-                "INSERT OR IGNORE INTO blobs SELECT * FROM ref.blobs WHERE rowid BETWEEN %d AND %d;" % (b0, b1),
+                # The span's own blobs (a receipt's attachment may name a blob that an earlier span
+                # brought: a duplicate), so every foreign key holds at its commit, as in receipt's spans.
+                "INSERT OR IGNORE INTO blobs SELECT * FROM ref.blobs WHERE sha256 IN (SELECT sha256 FROM "
+                "ref.attachments WHERE receiptRow BETWEEN %d AND %d) ORDER BY rowid;" % (r0, r1),
                 "INSERT INTO receipts SELECT * FROM ref.receipts WHERE rowNumber BETWEEN %d AND %d;" % (r0, r1),
                 "INSERT INTO attachments SELECT * FROM ref.attachments WHERE receiptRow BETWEEN %d AND %d;" % (r0, r1),
                 "INSERT INTO changes SELECT c.* FROM ref.changes c JOIN ref.receipts r ON r.id = c.receiptID "
