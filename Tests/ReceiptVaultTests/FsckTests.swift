@@ -169,6 +169,27 @@ final class FsckTests: XCTestCase {
         XCTAssertEqual(clean.problems, [])
     }
 
+    /// A re-scan band whose signature row is gone (written with foreign keys off) is found, quick or
+    /// not: the quick check asks textBands → textSignatures by a query instead of the pragma.
+    func testABandWithoutItsSignatureIsFoundQuickOrNot() async throws {
+        let dir = TemporaryFolder()
+        let (vault, _) = try Integrity.vault(in: dir, external: 0, inline: 1)
+        let path = vault.path
+        try vault.close()
+        var config = Configuration()
+        config.foreignKeysEnabled = false
+        let raw = try DatabaseQueue(path: FileSystem.join(path, Catalog.fileName), configuration: config)
+        try await raw.write { db in
+            let row = try Int64.fetchOne(db, sql: "SELECT rowNumber FROM receipts LIMIT 1")
+            try db.execute(sql: "INSERT INTO textBands(bandKey, receiptRow) VALUES (42, ?)", arguments: [row])
+        }
+        try raw.close()
+        for quick in [true, false] {
+            let details = try await Integrity.fsck(path, quick: quick).problems.map(\.detail)
+            XCTAssertTrue(details.contains("row ? of textBands refers to a missing row of textSignatures"), "quick \(quick): \(details)")
+        }
+    }
+
     func testFsckVerifiesOnAllCoresAtOnce() async throws {
         guard ProcessInfo.processInfo.activeProcessorCount >= 2 else {
             print("FsckTests: one core only, the two-worker check cannot be measured here")
