@@ -149,14 +149,10 @@ final class FsckTests: XCTestCase {
         let lost = report.imported[0]
         let path = vault.path
         try vault.close()
-        var config = Configuration()
-        config.foreignKeysEnabled = false
-        let raw = try DatabaseQueue(path: FileSystem.join(path, Catalog.fileName), configuration: config)
-        try await raw.write { db in
+        try await Self.writeWithoutForeignKeys(path) { db in
             try db.execute(sql: "DELETE FROM receipts WHERE id = ?", arguments: [lost.id])
             try db.execute(sql: "UPDATE receipts SET zone = 'ghost'")
         }
-        try raw.close()
         for quick in [true, false] {
             let found = try await Integrity.fsck(path, quick: quick)
             let details = found.problems.map(\.detail)
@@ -176,14 +172,10 @@ final class FsckTests: XCTestCase {
         let (vault, _) = try Integrity.vault(in: dir, external: 0, inline: 1)
         let path = vault.path
         try vault.close()
-        var config = Configuration()
-        config.foreignKeysEnabled = false
-        let raw = try DatabaseQueue(path: FileSystem.join(path, Catalog.fileName), configuration: config)
-        try await raw.write { db in
+        try await Self.writeWithoutForeignKeys(path) { db in
             let row = try Int64.fetchOne(db, sql: "SELECT rowNumber FROM receipts LIMIT 1")
             try db.execute(sql: "INSERT INTO textBands(bandKey, receiptRow) VALUES (42, ?)", arguments: [row])
         }
-        try raw.close()
         for quick in [true, false] {
             let details = try await Integrity.fsck(path, quick: quick).problems.map(\.detail)
             XCTAssertTrue(details.contains("row ? of textBands refers to a missing row of textSignatures"), "quick \(quick): \(details)")
@@ -523,5 +515,14 @@ final class FsckTests: XCTestCase {
             (try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_master WHERE name = ?", arguments: [name]) ?? 0,
              try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096)
         }
+    }
+
+    /// Writes to a closed vault's catalog with foreign keys off, as `sqlite3` by hand would.
+    static func writeWithoutForeignKeys(_ vault: String, _ body: @escaping @Sendable (Database) throws -> Void) async throws {
+        var config = Configuration()
+        config.foreignKeysEnabled = false
+        let raw = try DatabaseQueue(path: FileSystem.join(vault, Catalog.fileName), configuration: config)
+        try await raw.write(body)
+        try raw.close()
     }
 }
