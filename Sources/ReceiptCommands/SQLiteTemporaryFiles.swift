@@ -6,7 +6,8 @@ import Synchronization
 /// by default SQLite takes /var/tmp or /tmp, which other users share, and fails with "disk I/O
 /// error" where they are read-only. The setting is the process's (SQLite has no other), so the first
 /// command to open a catalog decides it, before any connection exists; SQLite creates such a file
-/// and removes its name at once, so it never shows among interim/'s files.
+/// and removes its name at once, so it shows among interim/'s files only when its process was killed
+/// between the two (`etilqs_…`: the next sync removes it, fsck reports it as a stale staging file).
 enum SQLiteTemporaryFiles {
     private static let decided = Mutex(false)
 

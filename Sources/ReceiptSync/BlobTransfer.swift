@@ -140,15 +140,19 @@ struct FetchedBlob: Sendable {
 
 extension BlobTransfer {
     /// Removes staging files a killed sync left in `interim/`: its own download and upload files,
-    /// and blob staging files no running process holds (their writer died). Runs under the sync
-    /// lock, so no other sync owns any of them.
+    /// blob staging files no running process holds (their writer died), and SQLite's temporary
+    /// files. Runs under the sync lock, so no other sync owns any of them.
+    ///
+    /// SQLite creates a temporary file and unlinks its name at once; a process killed between the
+    /// two leaves the name behind. Removing a name whose owner is still between the two is harmless:
+    /// the owner keeps its open descriptor and SQLite ignores the result of its own unlink.
     func removeStaleStaging() {
         guard let files = try? vault.interimFiles() else { return }
         for file in files where !file.owned {
             let name = file.path.split(separator: "/").last.map(String.init) ?? ""
             let staging = name.hasSuffix(".interim") && name.utf8.count == 32 + 8
                 && name.utf8.prefix(32).allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }
-            if name.hasPrefix("download-") || name.hasPrefix("upload-") || staging {
+            if name.hasPrefix("download-") || name.hasPrefix("upload-") || name.hasPrefix("etilqs_") || staging {
                 try? FileSystem.remove(file.path)
             }
         }

@@ -119,6 +119,28 @@ final class CrashAndWipeTests: XCTestCase {
         try await assertClean(bob)
     }
 
+    /// A sync killed between SQLite's creating a temporary file in interim/ and unlinking its name
+    /// leaves `etilqs_…` behind (CI caught one in 2026-11): fsck calls it stale, the next sync removes
+    /// it, and a file of no known kind stays for fsck to name.
+    func testASQLiteTemporaryFileLeftByAKilledSyncIsRemovedByTheNextSync() async throws {
+        let h = try await Household.start(["alice"])
+        defer { Task { await h.shutdown() } }
+        let alice = h["alice"]
+        try await alice.ok(["zone", "create", "household"])
+        _ = try await alice.sync()
+        let left = alice.vault + "/interim/etilqs_7306b5cd3455cbbe", unknown = alice.vault + "/interim/notes.txt"
+        try Data("partial sort".utf8).write(to: URL(fileURLWithPath: left))
+        try Data("kept".utf8).write(to: URL(fileURLWithPath: unknown))
+        let before = try await alice.run(["fsck", "--json"])
+        XCTAssertEqual(before.status, 1, before.stdout)
+        XCTAssertTrue(before.stdout.contains("etilqs_7306b5cd3455cbbe") && before.stdout.contains("stale-interim"), before.stdout)
+        _ = try await alice.sync()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: left))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: unknown))
+        try FileManager.default.removeItem(atPath: unknown)
+        try await assertClean(alice)
+    }
+
     func testTwoSyncsOfOneVaultAtOnceTakeTurns() async throws {
         let h = try await Household.start(["alice", "bob"])
         defer { Task { await h.shutdown() } }
