@@ -108,25 +108,13 @@ extension Catalog {
                 WHERE m.type = 'table' ORDER BY 1, 2
                 """).map { (child: $0[0] as String, parent: $0[1] as String) }
             let attachmentsAsked = links.filter { $0.child == "attachments" }.allSatisfy { ["blobs", "receipts"].contains($0.parent) }
-            // And textBands → textSignatures, asked by a query: the pragma took 8.9 s of a 100,000-receipt
-            // `fsck --quick` (3.2 million band rows), the query 0.8-1.2 s.
-            let bandLinks = links.filter { $0.child == "textBands" }
-            let bandsAsked = !bandLinks.isEmpty && bandLinks.allSatisfy { $0.parent == "textSignatures" }
-            for table in Set(links.map(\.child)).sorted()
-            where !(table == "attachments" && attachmentsAsked) && !(table == "textBands" && bandsAsked) {
+            for table in Set(links.map(\.child)).sorted() where !(table == "attachments" && attachmentsAsked) {
                 let quoted = "\"" + table.replacingOccurrences(of: "\"", with: "\"\"") + "\""
                 for row in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check(\(quoted))") {
                     let parent: String = row[2]
                     if table == "attachments" && parent == "blobs" { continue }
                     s.foreignKeys.append((table, row[1], parent))
                 }
-            }
-            if bandsAsked {
-                let orphans = try Int.fetchOne(db, sql: """
-                    SELECT count(*) FROM textBands b
-                    WHERE NOT EXISTS (SELECT 1 FROM textSignatures s WHERE s.receiptRow = b.receiptRow)
-                    """) ?? 0
-                s.foreignKeys += Array(repeating: ("textBands", nil, "textSignatures"), count: orphans)
             }
             if attachmentsAsked {
                 s.missingReceipts = try Self.attachmentsWithoutReceipt(db)

@@ -2,11 +2,13 @@ import BlobStore
 import Foundation
 import GRDB
 
-/// What finds a receipt entered twice (`receipt dups`, `v10-text-signatures`): a small signature of
-/// each receipt's text with its band keys, so alike texts are found by an index instead of by reading
-/// every text, and the pairs a person said are two receipts.
+/// What finds a receipt entered twice (`receipt dups`): a small signature of each receipt's text,
+/// indexed by its bands so alike texts are found by an index instead of by reading every text, and the
+/// pairs a person said are two receipts.
 extension Catalog {
-    static let textSignaturesSQL = """
+    /// The signature tables of `v10-text-signatures` as that migration made them: 64-bit band keys in
+    /// a table of their own (v15 converts the signatures and drops the band table: `SignatureHalves`).
+    static let wholeSignaturesSQL = """
         CREATE TABLE textSignatures (
             receiptRow INTEGER PRIMARY KEY REFERENCES receipts(rowNumber) ON DELETE CASCADE,
             extractor TEXT NOT NULL,
@@ -18,6 +20,9 @@ extension Catalog {
             PRIMARY KEY (bandKey, receiptRow)
         ) WITHOUT ROWID;
         CREATE INDEX textBands_by_row ON textBands(receiptRow);
+        """
+
+    static let keptApartSQL = """
         CREATE TABLE keptApart (
             receiptRowA INTEGER NOT NULL REFERENCES receipts(rowNumber) ON DELETE CASCADE,
             receiptRowB INTEGER NOT NULL REFERENCES receipts(rowNumber) ON DELETE CASCADE,
@@ -26,6 +31,28 @@ extension Catalog {
         ) WITHOUT ROWID;
         CREATE INDEX keptApart_by_b ON keptApart(receiptRowB);
         """
+
+    /// A signature's first 128 bytes are 32 bands of two 16-bit minima: two texts that share one whole
+    /// band are compared. Texts alike at 0.3 meet in a band 95 % of the time (1 - (1 - 0.3^2)^32), at
+    /// 0.4 99.6 %. A band's key is its 4 bytes as stored, indexed by an index on that slice of the
+    /// signature (`textSignatures_band0` …): a receipt's bands are written and deleted with its
+    /// signature row, by the indexes' own seeks. Two unrelated texts share a band by accident with
+    /// probability 32 × 2^-32: about 3,700 pairs at a million receipts, each dropped by one comparison
+    /// of their signatures.
+    public static let signatureBands = 32
+
+    /// Band `band`'s key in `column`: the same expression in the indexes and in every query, so the
+    /// query uses the index.
+    static func bandKey(_ band: Int, of column: String = "minhash") -> String {
+        "substr(\(column), \(band * 4 + 1), 4)"
+    }
+
+    /// The band indexes and, for a person reading the catalog, the view of every band key.
+    static let signatureBandsSQL = (0..<signatureBands).map { band in
+        "CREATE INDEX textSignatures_band\(band) ON textSignatures(\(bandKey(band)));"
+    }.joined(separator: "\n") + "\nCREATE VIEW textBands(band, bandKey, receiptRow) AS " + (0..<signatureBands).map { band in
+        "SELECT \(band), \(bandKey(band)), receiptRow FROM textSignatures WHERE length(minhash) > 0"
+    }.joined(separator: " UNION ALL ") + ";"
 
     /// The stored signature of a receipt's text, if any.
     public static func textSignature(_ db: Database, row: Int64) throws -> [UInt8]? {
@@ -44,22 +71,39 @@ extension Catalog {
 
     /// Each band key shared by receipts of one zone, with those receipts' rows, one key at a time.
     public static func forEachSharedBand(_ db: Database, zone: String?, _ body: ([Int64]) throws -> Void) throws {
-        let cursor = try Row.fetchCursor(db, sql: """
-            SELECT group_concat(b.receiptRow) FROM textBands b JOIN receipts r ON r.rowNumber = b.receiptRow
-            WHERE ?1 IS NULL OR r.zone = ?1
-            GROUP BY b.bandKey, r.zone HAVING count(*) > 1
-            """, arguments: [zone])
-        while let row = try cursor.next() { try body(rowList(row[0])) }
+        for band in 0..<signatureBands {
+            let cursor = try Row.fetchCursor(db, sql: sharedBandSQL(band), arguments: [zone])
+            while let row = try cursor.next() { try body(rowList(row[0])) }
+        }
+    }
+
+    /// A band's keys held more than once, read off its index in key order, then their receipts by
+    /// zone (?1, or all when NULL).
+    static func sharedBandSQL(_ band: Int) -> String {
+        """
+        SELECT group_concat(s.receiptRow) FROM (
+            SELECT \(bandKey(band)) AS bandKey FROM textSignatures GROUP BY 1 HAVING count(*) > 1 AND length(bandKey) = 4
+        ) shared
+        JOIN textSignatures s ON \(bandKey(band, of: "s.minhash")) = shared.bandKey
+        JOIN receipts r ON r.rowNumber = s.receiptRow
+        WHERE ?1 IS NULL OR r.zone = ?1
+        GROUP BY shared.bandKey, r.zone HAVING count(*) > 1
+        """
     }
 
     /// The receipts of the same zone that share a band key with this one.
     public static func bandNeighbours(_ db: Database, row: Int64) throws -> [Int64] {
-        try Int64.fetchAll(db, sql: """
-            SELECT DISTINCT o.receiptRow FROM textBands m JOIN textBands o ON o.bandKey = m.bandKey AND o.receiptRow != m.receiptRow
-            JOIN receipts r ON r.rowNumber = m.receiptRow JOIN receipts q ON q.rowNumber = o.receiptRow AND q.zone = r.zone
-            WHERE m.receiptRow = ?
-            """, arguments: [row])
+        try Int64.fetchAll(db, sql: bandNeighboursSQL, arguments: [row])
     }
+
+    /// Receipt ?1's neighbours: each of its band keys looked up in its band's index.
+    static let bandNeighboursSQL = """
+        SELECT n.receiptRow FROM (\((0..<signatureBands).map { band in """
+            SELECT o.receiptRow FROM textSignatures m JOIN textSignatures o ON \(bandKey(band, of: "o.minhash")) = \(bandKey(band, of: "m.minhash"))
+            WHERE m.receiptRow = ?1 AND length(m.minhash) > 0 AND o.receiptRow != ?1
+            """ }.joined(separator: " UNION "))) n
+        JOIN receipts q ON q.rowNumber = n.receiptRow JOIN receipts r ON r.rowNumber = ?1 AND r.zone = q.zone
+        """
 
     /// Groups of receipts of one zone with the same merchant (any case), date and total, one at a time.
     public static func forEachSameFields(_ db: Database, zone: String?, _ body: ([Int64]) throws -> Void) throws {
@@ -101,14 +145,12 @@ extension Catalog {
 }
 
 extension CatalogWriter {
-    /// Stores a receipt's text signature and its band keys, replacing an older one.
-    public func setTextSignature(row: Int64, extractor: String, minhash: [UInt8], bandKeys: [Int64]) throws {
-        try db.execute(sql: "DELETE FROM textBands WHERE receiptRow = ?", arguments: [row])
-        try db.execute(sql: "DELETE FROM textSignatures WHERE receiptRow = ?", arguments: [row])
-        try db.execute(sql: "INSERT INTO textSignatures(receiptRow, extractor, minhash) VALUES (?, ?, ?)",
-                       arguments: [row, extractor, Data(minhash)])
-        let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO textBands(bandKey, receiptRow) VALUES (?, ?)")
-        for key in bandKeys { try insert.execute(arguments: [key, row]) }
+    /// Stores a receipt's text signature (its band keys with it, by the band indexes), replacing an older one.
+    public func setTextSignature(row: Int64, extractor: String, minhash: [UInt8]) throws {
+        try db.execute(sql: """
+            INSERT INTO textSignatures(receiptRow, extractor, minhash) VALUES (?, ?, ?)
+            ON CONFLICT(receiptRow) DO UPDATE SET extractor = excluded.extractor, minhash = excluded.minhash
+            """, arguments: [row, extractor, Data(minhash)])
     }
 
     /// Records that a person keeps these two receipts as two.

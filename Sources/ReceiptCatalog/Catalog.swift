@@ -66,6 +66,7 @@ public final class Catalog: Sendable {
             // Before a writer opens it (which changes the file even when the migration then stops).
             try BlobKeys.refuseUnconvertible(at: path)
             try ReceiptIDKeys.refuseUnconvertible(at: path)
+            try SignatureHalves.refuseUnconvertible(at: path)
         }
         let pool: any DatabaseWriter
         do {

@@ -153,7 +153,7 @@ enum Schema {
             // `receipt dups`: a signature of each receipt's text and the pairs a person kept as two
             // (Catalog+TextSignatures.swift). New tables only; signatures of texts read before are
             // made when `dups` first runs.
-            try db.execute(sql: Catalog.textSignaturesSQL)
+            try db.execute(sql: Catalog.wholeSignaturesSQL + Catalog.keptApartSQL)
         }
         m.registerMigration("v11-search-text-once") { db in
             // The search index reads each receipt's text where the catalog stores it (`SearchIndex`)
@@ -175,6 +175,11 @@ enum Schema {
             // Receipt ids as their 16 bytes in every table and index (`ReceiptIDKeys`), in this one
             // transaction; a catalog holding an id that is no UUID, or one id in two cases, is refused unchanged.
             try ReceiptIDKeys.migrate(db)
+        }
+        m.registerMigration(SignatureHalves.identifier) { db in
+            // Text signatures of 16-bit minima whose bands are indexed slices of the signature itself
+            // (`SignatureHalves`), converted from the stored minima in this one transaction.
+            try SignatureHalves.migrate(db)
         }
         return m
     }

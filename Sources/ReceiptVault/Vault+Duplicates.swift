@@ -48,8 +48,7 @@ extension Vault {
                     let text = try Catalog.texts(db, ofRow: row, extractor: version).map(\.text).joined(separator: "\n")
                     // A text without words is stored as an empty signature: it is known, and alike to none.
                     let signature = TextSignature(text: text)
-                    try w.setTextSignature(row: row, extractor: version, minhash: signature?.bytes ?? [],
-                                           bandKeys: signature?.bandKeys ?? [])
+                    try w.setTextSignature(row: row, extractor: version, minhash: signature?.bytes ?? [])
                 }
             }
         }

@@ -49,4 +49,20 @@ final class QueryPlanTests: XCTestCase {
             XCTAssertFalse(document.contains { $0.hasPrefix("SCAN a") || $0.contains("TEMP B-TREE") }, "\(document)")
         }
     }
+
+    /// `dups` and an import's look-up of a re-scan read the band indexes on the signatures (catalog
+    /// v15): a scan of one index per band in key order, each key's receipts searched; never a sort
+    /// or a scan of the signatures' table.
+    func testDuplicatesMeetThroughTheBandIndexes() throws {
+        for band in [0, Catalog.signatureBands - 1] {
+            let plan = try plan(Catalog.sharedBandSQL(band), parameters: 1)
+            XCTAssertTrue(plan.contains("SCAN textSignatures USING INDEX textSignatures_band\(band)"), "\(plan)")
+            XCTAssertTrue(plan.contains("SEARCH s USING INDEX textSignatures_band\(band) (<expr>=?)"), "\(plan)")
+        }
+        let neighbours = try plan(Catalog.bandNeighboursSQL, parameters: 1)
+        for band in 0..<Catalog.signatureBands {
+            XCTAssertTrue(neighbours.contains("SEARCH o USING INDEX textSignatures_band\(band) (<expr>=?)"), "\(neighbours)")
+        }
+        XCTAssertFalse(neighbours.contains { $0.hasPrefix("SCAN o") || $0.hasPrefix("SCAN m") }, "\(neighbours)")
+    }
 }

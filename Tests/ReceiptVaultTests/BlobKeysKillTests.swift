@@ -5,9 +5,6 @@ import GRDB
 @testable import ReceiptVault
 import TestSupport
 import XCTest
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The migration to v12 (`BlobKeys`) run by the real binary on a catalog large enough that its one
 /// transaction writes pages to the log before it commits, SIGKILLed while it does: the catalog is
@@ -29,19 +26,7 @@ final class BlobKeysKillTests: XCTestCase {
         for (moment, logSize) in [("first page in the log", Int64(1)), ("a quarter of the catalog in the log", size / 4)] {
             let vault = folder.file("vault-\(logSize)")
             try FileManager.default.copyItem(atPath: template, toPath: vault)
-            let wal = FileSystem.join(vault, Catalog.fileName) + "-wal"
-            let process = try Integrity.start(["--vault", vault, "stats"])
-            var killed = false
-            while process.isRunning {
-                if ((try? FileSystem.status(wal))?.size ?? 0) >= logSize {
-                    Glibc.kill(process.processIdentifier, SIGKILL)
-                    killed = true
-                    break
-                }
-                usleep(100)  // polling a condition, not a delay: the kill waits for the moment
-            }
-            process.waitUntilExit()
-            XCTAssertTrue(killed && process.terminationReason == .uncaughtSignal, "\(moment): the migration ended first")
+            XCTAssertTrue(try Integrity.killWhenTheLogReaches(logSize, vault: vault), "\(moment): the migration ended first")
 
             // As before: version 11's rows and types, the migration not recorded.
             let killedState = try Self.state(FileSystem.join(vault, Catalog.fileName))

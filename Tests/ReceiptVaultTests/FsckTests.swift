@@ -165,20 +165,19 @@ final class FsckTests: XCTestCase {
         XCTAssertEqual(clean.problems, [])
     }
 
-    /// A re-scan band whose signature row is gone (written with foreign keys off) is found, quick or
-    /// not: the quick check asks textBands → textSignatures by a query instead of the pragma.
-    func testABandWithoutItsSignatureIsFoundQuickOrNot() async throws {
+    /// A re-scan signature whose receipt row is gone (written with foreign keys off) is found, quick
+    /// or not (its band keys are slices of it, indexed on its own row: no band can outlive it).
+    func testASignatureWithoutItsReceiptIsFoundQuickOrNot() async throws {
         let dir = TemporaryFolder()
         let (vault, _) = try Integrity.vault(in: dir, external: 0, inline: 1)
         let path = vault.path
         try vault.close()
         try await Self.writeWithoutForeignKeys(path) { db in
-            let row = try Int64.fetchOne(db, sql: "SELECT rowNumber FROM receipts LIMIT 1")
-            try db.execute(sql: "INSERT INTO textBands(bandKey, receiptRow) VALUES (42, ?)", arguments: [row])
+            try db.execute(sql: "INSERT INTO textSignatures(receiptRow, extractor, minhash) VALUES (4242, '2', zeroblob(256))")
         }
         for quick in [true, false] {
             let details = try await Integrity.fsck(path, quick: quick).problems.map(\.detail)
-            XCTAssertTrue(details.contains("row ? of textBands refers to a missing row of textSignatures"), "quick \(quick): \(details)")
+            XCTAssertTrue(details.contains("row 4242 of textSignatures refers to a missing row of receipts"), "quick \(quick): \(details)")
         }
     }
 

@@ -20,6 +20,24 @@ enum Integrity {
         return path
     }
 
+    /// Runs `receipt --vault VAULT stats`, which migrates an older catalog first, and SIGKILLs it once
+    /// the catalog's log holds `logSize` bytes: whether it was killed before it ended.
+    static func killWhenTheLogReaches(_ logSize: Int64, vault: String) throws -> Bool {
+        let wal = FileSystem.join(vault, Catalog.fileName) + "-wal"
+        let process = try start(["--vault", vault, "stats"])
+        var killed = false
+        while process.isRunning {
+            if ((try? FileSystem.status(wal))?.size ?? 0) >= logSize {
+                Glibc.kill(process.processIdentifier, SIGKILL)
+                killed = true
+                break
+            }
+            usleep(100)  // polling a condition, not a delay: the kill waits for the moment
+        }
+        process.waitUntilExit()
+        return killed && process.terminationReason == .uncaughtSignal
+    }
+
     /// Starts the binary with output to files (or discarded); the caller waits or kills.
     static func start(_ arguments: [String], stdout: String? = nil, stderr: String? = nil) throws -> Process {
         let process = Process()

@@ -151,7 +151,7 @@ final class PlainTextOnceTests: XCTestCase {
 
         let old = try Vault.open(at: path)
         try old.catalog.read { db in
-            XCTAssertEqual(try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations").suffix(2), ["v13-plain-text-once", "v14-receipt-id-keys"])
+            XCTAssertEqual(try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations").suffix(3), ["v13-plain-text-once", "v14-receipt-id-keys", "v15-signature-halves"])
             XCTAssertEqual(try ["amoxicillin", "tractor", "rx"].map { try BlobKeysMigrationTests.hits(db, $0) }, hitsBefore)
             XCTAssertEqual(try Row.fetchAll(db, sql: "SELECT text, inlineStart IS NOT NULL FROM blobText ORDER BY sha256 = ?", arguments: [scanSHA])
                 .map { "\($0[0] as String)|\($0[1] as Int)" }, ["|1", "\(scan)|0"])

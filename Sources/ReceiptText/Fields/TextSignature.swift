@@ -1,14 +1,17 @@
 /// A small fingerprint of a receipt's text (MinHash over pairs of adjacent words) that says how alike
 /// two texts are without keeping either: a re-scan of the same paper reads a few words differently,
 /// so equal texts are too strict, and comparing whole texts would load every text of a vault.
+///
+/// b-bit MinHash: each of the 128 minima (over 32-bit hashes) is kept as its low 16 bits, 256 bytes a
+/// text. Two texts' minima are equal with probability J (their share of word pairs); two different
+/// minima agree in their low halves by accident with probability 2^-16, so a kept pair agrees with
+/// probability J + (1 - J) * 2^-16: the estimate is high by at most 1.5e-5, against its error of
+/// sqrt(J(1-J)/128) = 0.04 around the threshold. Halves equal wherever the whole minima were, so
+/// `similarity` is never lower than it was on the whole minima: no pair found before is lost.
+/// The catalog indexes the first 64 halves as 32 bands of two (`Catalog.signatureBands`).
 public struct TextSignature: Sendable, Equatable {
-    /// How many minimum hashes a signature keeps (4 bytes each): the estimate's error is about
-    /// sqrt(J(1-J)/size), 0.04 around the threshold.
+    /// How many minimum hashes a signature keeps (2 bytes each).
     public static let size = 128
-    /// The first hashes are cut into bands of `bandRows`: two texts sharing one whole band are
-    /// compared. With 32 bands of 2, texts alike at 0.3 meet in a band 95 % of the time, at 0.4 99.6 %.
-    static let bandRows = 2
-    static let bandCount = 32
     /// Texts whose estimated share of word pairs is at least this are the same paper read twice.
     /// Measured on 12 SROIE dev scans re-scanned (rotated 1.5°, scaled 90 %, blurred, JPEG 70) and read
     /// again by Tesseract: 10 of 12 at 0.31–0.61, the other two unreadable (0.0, 0.08); receipts of
@@ -16,43 +19,39 @@ public struct TextSignature: Sendable, Equatable {
     /// purchase): the dates and totals they differ in tell them apart (Vault+Duplicates).
     public static let sameText = 0.28
 
-    public let minima: [UInt32]
+    /// The low half of each minimum.
+    public let minima: [UInt16]
 
     /// nil for a text with no words.
     public init?(text: String) {
-        let hashes = Self.asciiShingleHashes(text) ?? Set(Self.shingles(Self.words(text)).map { Self.fnv1a($0.utf8) })
-        guard !hashes.isEmpty else { return nil }
-        var minima = [UInt32](repeating: .max, count: Self.size)
-        for base in hashes {
-            for i in 0..<Self.size {
-                minima[i] = min(minima[i], UInt32(truncatingIfNeeded: Self.mix(base ^ Self.seeds[i])))
-            }
-        }
-        self.minima = minima
+        guard let minima = Self.wholeMinima(text) else { return nil }
+        self.minima = minima.map { UInt16(truncatingIfNeeded: $0) }
     }
 
     public init?(bytes: [UInt8]) {
-        guard bytes.count == Self.size * 4 else { return nil }
-        minima = (0..<Self.size).map { i in
-            (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[i * 4 + $1]) << (8 * UInt32($1)) }
-        }
+        guard bytes.count == Self.size * 2 else { return nil }
+        minima = (0..<Self.size).map { UInt16(bytes[$0 * 2]) | UInt16(bytes[$0 * 2 + 1]) << 8 }
     }
 
-    /// Little-endian, as stored.
-    public var bytes: [UInt8] { minima.flatMap { m in (0..<4).map { UInt8(truncatingIfNeeded: m >> (8 * UInt32($0))) } } }
+    /// Little-endian, as stored: the catalog's band keys are slices of these bytes.
+    public var bytes: [UInt8] { minima.flatMap { [UInt8(truncatingIfNeeded: $0), UInt8(truncatingIfNeeded: $0 >> 8)] } }
 
     /// The estimated share of word pairs the two texts have in common (Jaccard), 0–1.
     public func similarity(_ other: TextSignature) -> Double {
         Double(zip(minima, other.minima).filter { $0 == $1 }.count) / Double(Self.size)
     }
 
-    /// One key per band, the band's number mixed in so equal hashes in different bands do not meet.
-    public var bandKeys: [Int64] {
-        (0..<Self.bandCount).map { band in
-            var h = Self.mix(UInt64(band) &+ 0x9E37_79B9)
-            for row in 0..<Self.bandRows { h = Self.mix(h ^ UInt64(minima[band * Self.bandRows + row])) }
-            return Int64(bitPattern: h)
+    /// The 32-bit minima whose low halves a signature keeps (as catalogs before v15 stored them whole).
+    static func wholeMinima(_ text: String) -> [UInt32]? {
+        let hashes = asciiShingleHashes(text) ?? Set(shingles(words(text)).map { fnv1a($0.utf8) })
+        guard !hashes.isEmpty else { return nil }
+        var minima = [UInt32](repeating: .max, count: size)
+        for base in hashes {
+            for i in 0..<size {
+                minima[i] = min(minima[i], UInt32(truncatingIfNeeded: mix(base ^ seeds[i])))
+            }
         }
+        return minima
     }
 
     /// Lowercased words without the punctuation OCR scatters around them.
