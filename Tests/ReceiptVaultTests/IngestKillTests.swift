@@ -4,9 +4,6 @@ import ReceiptCatalog
 import ReceiptVault
 import TestSupport
 import XCTest
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Callers of the ingest path (attach, fsck --repair's adoption) as the real binary, SIGKILLed at
 /// moments of their work: while a blob is being staged, once a blob file is installed, once the
@@ -38,18 +35,7 @@ final class IngestKillTests: XCTestCase {
     /// may end first: then the state must be the "after" one).
     static func kill(_ arguments: [String], vault: String, at moment: Moment, blob: String? = nil, commits: Int64 = 1) throws -> Bool {
         let walBefore = (try? FileSystem.status(vault + "/catalog.sqlite-wal"))?.size ?? 0
-        let process = try Integrity.start(arguments)
-        var killed = false
-        while process.isRunning {
-            if moment.reached(vault, blob: blob, walBefore: walBefore, commits: commits) {
-                Glibc.kill(process.processIdentifier, SIGKILL)
-                killed = true
-                break
-            }
-            usleep(100)  // polling a condition, not a delay: the kill waits for the moment
-        }
-        process.waitUntilExit()
-        return killed && process.terminationReason == .uncaughtSignal
+        return try Integrity.kill(arguments) { moment.reached(vault, blob: blob, walBefore: walBefore, commits: commits) }
     }
 
     /// fsck (a full re-hash) finds nothing but what a kill legitimately leaves: staging files and

@@ -20,14 +20,12 @@ enum Integrity {
         return path
     }
 
-    /// Runs `receipt --vault VAULT stats`, which migrates an older catalog first, and SIGKILLs it once
-    /// the catalog's log holds `logSize` bytes: whether it was killed before it ended.
-    static func killWhenTheLogReaches(_ logSize: Int64, vault: String) throws -> Bool {
-        let wal = FileSystem.join(vault, Catalog.fileName) + "-wal"
-        let process = try start(["--vault", vault, "stats"])
+    /// Runs the binary and SIGKILLs it the first time `reached` holds: whether it was killed before it ended.
+    static func kill(_ arguments: [String], when reached: () -> Bool) throws -> Bool {
+        let process = try start(arguments)
         var killed = false
         while process.isRunning {
-            if ((try? FileSystem.status(wal))?.size ?? 0) >= logSize {
+            if reached() {
                 Glibc.kill(process.processIdentifier, SIGKILL)
                 killed = true
                 break
@@ -36,6 +34,13 @@ enum Integrity {
         }
         process.waitUntilExit()
         return killed && process.terminationReason == .uncaughtSignal
+    }
+
+    /// Runs `receipt --vault VAULT stats`, which migrates an older catalog first, and SIGKILLs it once
+    /// the catalog's log holds `logSize` bytes: whether it was killed before it ended.
+    static func killWhenTheLogReaches(_ logSize: Int64, vault: String) throws -> Bool {
+        let wal = FileSystem.join(vault, Catalog.fileName) + "-wal"
+        return try kill(["--vault", vault, "stats"]) { ((try? FileSystem.status(wal))?.size ?? 0) >= logSize }
     }
 
     /// Starts the binary with output to files (or discarded); the caller waits or kills.
