@@ -164,12 +164,14 @@ extension Vault {
     }
 
     /// Near-identical texts whose dates and totals do not differ: one shop's weekly receipt for the
-    /// same purchase reads alike but for its date, and is a purchase of its own.
+    /// same purchase reads alike but for its date, and is a purchase of its own. The fields first:
+    /// one shop's receipts share a template, so one band gathers hundreds of them, and comparing
+    /// their signatures pair by pair was nearly all of `dups` (10,000 receipts: 163 s, debug build).
     private static func sameText(_ a: Known?, _ b: Known?) -> Bool {
-        guard let a, let b, let sa = a.signature, let sb = b.signature, sa.similarity(sb) >= TextSignature.sameText else {
+        guard let a, let b, !differ(a.date, b.date), !differ(a.total, b.total), let sa = a.signature, let sb = b.signature else {
             return false
         }
-        return !differ(a.date, b.date) && !differ(a.total, b.total)
+        return sa.similarity(sb) >= TextSignature.sameText
     }
 
     private static func differ(_ a: String?, _ b: String?) -> Bool {
