@@ -54,11 +54,6 @@ extension Catalog {
         "SELECT \(band), \(bandKey(band)), receiptRow FROM textSignatures WHERE length(minhash) > 0"
     }.joined(separator: " UNION ALL ") + ";"
 
-    /// The stored signature of a receipt's text, if any.
-    public static func textSignature(_ db: Database, row: Int64) throws -> [UInt8]? {
-        try Data.fetchOne(db, sql: "SELECT minhash FROM textSignatures WHERE receiptRow = ?", arguments: [row]).map { [UInt8]($0) }
-    }
-
     /// Receipts of the current extractor's text that have no signature yet (row order, after `after`).
     public static func unsignedRows(_ db: Database, extractor: String, after: Int64, limit: Int) throws -> [Int64] {
         try Int64.fetchAll(db, sql: """
@@ -69,7 +64,10 @@ extension Catalog {
             """, arguments: [extractor, after, extractor, limit])
     }
 
-    /// Each band key shared by receipts of one zone, with those receipts' rows, one key at a time.
+    /// Receipts of one zone that share a band key and whose dates and totals do not differ, one group at
+    /// a time: only they can be alike (`Vault.sameText`). A key's receipts that all have a date and a
+    /// total come split by (date, total), so one merchant's templated receipts of other days never
+    /// form a group; a key with a receipt lacking either comes whole (such a receipt may pair with any).
     public static func forEachSharedBand(_ db: Database, zone: String?, _ body: ([Int64]) throws -> Void) throws {
         for band in 0..<signatureBands {
             let cursor = try Row.fetchCursor(db, sql: sharedBandSQL(band), arguments: [zone])
@@ -78,22 +76,32 @@ extension Catalog {
     }
 
     /// A band's keys held more than once, read off its index in key order, then their receipts by
-    /// zone (?1, or all when NULL).
+    /// zone (?1, or all when NULL) and, where every one of a key's receipts has both, by date and total
+    /// (ASCII digits, by their CHECKs and `ReceiptFields`: equal in SQL as in Swift).
     static func sharedBandSQL(_ band: Int) -> String {
         """
-        SELECT group_concat(s.receiptRow) FROM (
-            SELECT \(bandKey(band)) AS bandKey FROM textSignatures GROUP BY 1 HAVING count(*) > 1 AND length(bandKey) = 4
-        ) shared
-        JOIN textSignatures s ON \(bandKey(band, of: "s.minhash")) = shared.bandKey
-        JOIN receipts r ON r.rowNumber = s.receiptRow
-        WHERE ?1 IS NULL OR r.zone = ?1
-        GROUP BY shared.bandKey, r.zone HAVING count(*) > 1
+        SELECT group_concat(receiptRow) FROM (
+            SELECT shared.bandKey, r.zone, s.receiptRow, r.date, r.total,
+                max(r.date IS NULL OR r.total IS NULL) OVER (PARTITION BY shared.bandKey, r.zone) AS open
+            FROM (
+                SELECT \(bandKey(band)) AS bandKey FROM textSignatures GROUP BY 1 HAVING count(*) > 1 AND length(bandKey) = 4
+            ) shared
+            JOIN textSignatures s ON \(bandKey(band, of: "s.minhash")) = shared.bandKey
+            JOIN receipts r ON r.rowNumber = s.receiptRow
+            WHERE ?1 IS NULL OR r.zone = ?1
+        )
+        GROUP BY bandKey, zone, CASE WHEN open THEN NULL ELSE date END, CASE WHEN open THEN NULL ELSE total END
+        HAVING count(*) > 1
         """
     }
 
-    /// The receipts of the same zone that share a band key with this one.
+    /// The receipts of the same zone that share a band key with this one and whose dates and totals do
+    /// not differ from its own (a missing one differs from none). A dated receipt's are looked up by
+    /// its day (and among the undated), not by its bands: one shop's templated receipts of every other
+    /// day share its bands by the hundred.
     public static func bandNeighbours(_ db: Database, row: Int64) throws -> [Int64] {
-        try Int64.fetchAll(db, sql: bandNeighboursSQL, arguments: [row])
+        let dated = try Bool.fetchOne(db, sql: "SELECT date IS NOT NULL FROM receipts WHERE rowNumber = ?", arguments: [row]) ?? false
+        return try Int64.fetchAll(db, sql: dated ? sameDayNeighboursSQL : bandNeighboursSQL, arguments: [row])
     }
 
     /// Receipt ?1's neighbours: each of its band keys looked up in its band's index.
@@ -103,7 +111,34 @@ extension Catalog {
             WHERE m.receiptRow = ?1 AND length(m.minhash) > 0 AND o.receiptRow != ?1
             """ }.joined(separator: " UNION "))) n
         JOIN receipts q ON q.rowNumber = n.receiptRow JOIN receipts r ON r.rowNumber = ?1 AND r.zone = q.zone
+        WHERE (q.date IS NULL OR r.date IS NULL OR q.date = r.date) AND (q.total IS NULL OR r.total IS NULL OR q.total = r.total)
         """
+
+    /// Dated receipt ?1's neighbours: the receipts of its zone on its day or on none (by
+    /// `receipts_by_zone_date`) whose totals do not differ and that share one of its band keys.
+    static let sameDayNeighboursSQL = ["q.date = r.date", "q.date IS NULL"].map { day in """
+        SELECT q.rowNumber FROM receipts r JOIN textSignatures m ON m.receiptRow = r.rowNumber
+        JOIN receipts q ON q.zone = r.zone AND \(day) JOIN textSignatures o ON o.receiptRow = q.rowNumber
+        WHERE r.rowNumber = ?1 AND length(m.minhash) > 0 AND q.rowNumber != ?1
+            AND (q.total IS NULL OR r.total IS NULL OR q.total = r.total)
+            AND (\((0..<signatureBands).map { "\(bandKey($0, of: "o.minhash")) = \(bandKey($0, of: "m.minhash"))" }.joined(separator: " OR ")))
+        """ }.joined(separator: " UNION ")
+
+    /// What tells receipts apart, by row: date, total and text signature (nil when not signed yet).
+    public static func signedFields(_ db: Database, rows: [Int64]) throws -> [Int64: SignedFields] {
+        var out: [Int64: SignedFields] = [:]
+        for start in stride(from: 0, to: rows.count, by: 500) {
+            let some = Array(rows[start..<min(start + 500, rows.count)])
+            for row in try Row.fetchAll(db, sql: """
+                SELECT r.rowNumber, r.date, r.total, s.minhash FROM receipts r LEFT JOIN textSignatures s ON s.receiptRow = r.rowNumber
+                WHERE r.rowNumber IN (\(placeholders(some.count)))
+                """, arguments: StatementArguments(some)) {
+                let signature: Data? = row[3]
+                out[row[0]] = SignedFields(date: row[1], total: row[2], signature: signature.map { [UInt8]($0) })
+            }
+        }
+        return out
+    }
 
     /// Groups of receipts of one zone with the same merchant (any case), date and total, one at a time.
     public static func forEachSameFields(_ db: Database, zone: String?, _ body: ([Int64]) throws -> Void) throws {
@@ -142,6 +177,13 @@ extension Catalog {
     }
 
     private static func rowList(_ text: String) -> [Int64] { text.split(separator: ",").compactMap { Int64($0) } }
+}
+
+/// A receipt's date, total and text signature: what `dups` compares.
+public struct SignedFields: Sendable {
+    public var date: String?
+    public var total: String?
+    public var signature: [UInt8]?
 }
 
 extension CatalogWriter {

@@ -56,47 +56,59 @@ extension Vault {
 
     /// The groups of possible duplicates, of one zone or all; receipts are only grouped within a zone.
     public func duplicateGroups(zone: String? = nil) throws -> [DuplicateGroup] {
+        try findDuplicateGroups(zone: zone).groups
+    }
+
+    /// The groups, and how many pairs of receipts were compared to find them: that count is what `dups`
+    /// costs, and it grows with the receipts and the duplicates, not with the square of a band's
+    /// receipts (`DuplicateScalingTests`).
+    func findDuplicateGroups(zone: String?) throws -> (groups: [DuplicateGroup], pairsCompared: Int) {
         // An unknown zone is refused before anything is written.
         if let zone { try wrapped { try catalog.read { db in _ = try requireZone(db, zone) } } }
         try signUnsigned()
         return try wrapped {
             try catalog.read { db in
+                var pairs = PairComparer(db: db)
                 var sameText = UnionFind()
-                try Catalog.forEachSharedBand(db, zone: zone) { rows in try Self.join(db, rows, into: &sameText, when: Self.sameText) }
+                try Catalog.forEachSharedBand(db, zone: zone) { rows in try pairs.join(rows, into: &sameText, when: Self.sameText) }
                 var sameFields = UnionFind()
-                try Catalog.forEachSameFields(db, zone: zone) { rows in try Self.join(db, rows, into: &sameFields, when: Self.untold) }
+                try Catalog.forEachSameFields(db, zone: zone) { rows in try pairs.join(rows, into: &sameFields, when: Self.untold) }
                 let textGroups = sameText.groups()
                 let textGroupOf = Dictionary(uniqueKeysWithValues: textGroups.enumerated().flatMap { i, g in g.map { ($0, i) } })
                 // A group already flagged by its text is not flagged again by its fields.
                 let fieldGroups = sameFields.groups().filter { g in Set(g.map { textGroupOf[$0] }).count > 1 || textGroupOf[g[0]] == nil }
                 let all = textGroups.map { ($0, "same-text") } + fieldGroups.map { ($0, "same-fields") }
                 let ids = try Catalog.receiptIDs(db, rows: all.flatMap(\.0))
-                return all.sorted { $0.0[0] < $1.0[0] }.map { rows, reason in
+                let groups = all.sorted { $0.0[0] < $1.0[0] }.map { rows, reason in
                     DuplicateGroup(receipts: rows.compactMap { ids[$0] }, reason: reason)
                 }
+                return (groups, pairs.compared)
             }
         }
     }
 
     /// For each of these receipts that may duplicate others, those others' ids (after an import).
     public func possibleDuplicates(of ids: [ReceiptID]) throws -> [ReceiptID: [ReceiptID]] {
+        try findPossibleDuplicates(of: ids).found
+    }
+
+    /// As `possibleDuplicates(of:)`, with the pairs compared: each receipt is compared with the receipts
+    /// it shares a band with and does not differ from in date and total, not with every receipt of its
+    /// band (`DuplicateScalingTests`).
+    func findPossibleDuplicates(of ids: [ReceiptID]) throws -> (found: [ReceiptID: [ReceiptID]], pairsCompared: Int) {
         try wrapped {
             try catalog.read { db in
                 var out: [ReceiptID: [ReceiptID]] = [:]
+                var pairs = PairComparer(db: db)
                 for id in ids {
                     guard let row = try Catalog.receiptRow(db, id: id) else { continue }
-                    let mine = try Self.signatures(db, [row])[row]
-                    let byText = try Catalog.bandNeighbours(db, row: row)
-                    let texts = try Self.signatures(db, byText)
-                    var others = byText.filter { Self.sameText(mine, texts[$0]) }
-                    let byFields = try Catalog.sameFields(db, row: row)
-                    let fieldTexts = try Self.signatures(db, byFields)
-                    others += byFields.filter { Self.untold(mine, fieldTexts[$0]) }
+                    var others = try pairs.alike(row, Catalog.bandNeighbours(db, row: row), when: Self.sameText)
+                    others += try pairs.alike(row, Catalog.sameFields(db, row: row), when: Self.untold)
                     let kept = try Set(others).filter { try !Catalog.keptApart(db, row, $0) }
                     guard !kept.isEmpty else { continue }
                     out[id] = try Catalog.receiptIDs(db, rows: Array(kept)).sorted { $0.key < $1.key }.map(\.value)
                 }
-                return out
+                return (out, pairs.compared)
             }
         }
     }
@@ -135,17 +147,6 @@ extension Vault {
         }
     }
 
-    /// Joins each pair of `rows` that `alike` says may be one receipt, unless a person kept them apart.
-    private static func join(_ db: Database, _ rows: [Int64], into groups: inout UnionFind,
-                             when alike: (Known?, Known?) -> Bool) throws {
-        let known = try signatures(db, rows)
-        for (i, a) in rows.enumerated() {
-            for b in rows[(i + 1)...] where alike(known[a], known[b]) {
-                if try !Catalog.keptApart(db, a, b) { groups.join(a, b) }
-            }
-        }
-    }
-
     /// What tells two receipts apart: the signature of their text and the date and total they hold.
     struct Known {
         var signature: TextSignature?
@@ -153,14 +154,58 @@ extension Vault {
         var total: String?
     }
 
-    private static func signatures(_ db: Database, _ rows: [Int64]) throws -> [Int64: Known] {
-        var out: [Int64: Known] = [:]
-        for receipt in try Catalog.receipts(db, ofRows: rows) {
-            guard let row = try Catalog.receiptRow(db, id: receipt.id) else { continue }
-            let signature = try Catalog.textSignature(db, row: row).flatMap { TextSignature(bytes: $0) }
-            out[row] = Known(signature: signature, date: receipt.date, total: receipt.total)
+    /// Compares receipts pair by pair, each receipt's signature read once however many bands it is in.
+    struct PairComparer {
+        let db: Database
+        private var known: [Int64: Known] = [:]
+        /// The pairs compared: what finding duplicates costs.
+        private(set) var compared = 0
+
+        init(db: Database) { self.db = db }
+
+        /// Joins each pair of `rows` that `alike` says may be one receipt, unless a person kept them
+        /// apart. Only receipts whose dates and totals do not differ are compared: those with both pair
+        /// within their (date, total), one lacking either with any; a pair already in one group is not
+        /// compared (joining it would change nothing).
+        mutating func join(_ rows: [Int64], into groups: inout UnionFind, when alike: (Known?, Known?) -> Bool) throws {
+            try read(rows)
+            var complete: [[String]: [Int64]] = [:]
+            var open: [Int64] = []
+            for row in rows {
+                if let fields = known[row], let date = fields.date, let total = fields.total {
+                    complete[[date, total], default: []].append(row)
+                } else {
+                    open.append(row)
+                }
+            }
+            for same in complete.values {
+                for (i, a) in same.enumerated() { for b in same[(i + 1)...] { try join(a, b, into: &groups, when: alike) } }
+            }
+            for (i, a) in open.enumerated() {
+                for b in open[(i + 1)...] + complete.values.joined() { try join(a, b, into: &groups, when: alike) }
+            }
         }
-        return out
+
+        private mutating func join(_ a: Int64, _ b: Int64, into groups: inout UnionFind, when alike: (Known?, Known?) -> Bool) throws {
+            guard !groups.together(a, b) else { return }
+            compared += 1
+            if alike(known[a], known[b]), try !Catalog.keptApart(db, a, b) { groups.join(a, b) }
+        }
+
+        /// The `others` that `alike` says may be one receipt with `row`.
+        mutating func alike(_ row: Int64, _ others: [Int64], when alike: (Known?, Known?) -> Bool) throws -> [Int64] {
+            try read(others + [row])
+            compared += others.count
+            return others.filter { alike(known[row], known[$0]) }
+        }
+
+        private mutating func read(_ rows: [Int64]) throws {
+            let missing = rows.filter { known[$0] == nil }
+            guard !missing.isEmpty else { return }
+            for (row, fields) in try Catalog.signedFields(db, rows: missing) {
+                known[row] = Known(signature: fields.signature.flatMap { TextSignature(bytes: $0) }, date: fields.date, total: fields.total)
+            }
+        }
     }
 
     /// Near-identical texts whose dates and totals do not differ: one shop's weekly receipt for the
@@ -194,6 +239,9 @@ struct UnionFind {
         let (ra, rb) = (root(a), root(b))
         if ra != rb { parent[max(ra, rb)] = min(ra, rb) }
     }
+
+    /// Whether the two rows are in one group already.
+    mutating func together(_ a: Int64, _ b: Int64) -> Bool { root(a) == root(b) }
 
     private mutating func root(_ x: Int64) -> Int64 {
         var r = x

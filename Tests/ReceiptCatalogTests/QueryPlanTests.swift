@@ -64,5 +64,9 @@ final class QueryPlanTests: XCTestCase {
             XCTAssertTrue(neighbours.contains("SEARCH o USING INDEX textSignatures_band\(band) (<expr>=?)"), "\(neighbours)")
         }
         XCTAssertFalse(neighbours.contains { $0.hasPrefix("SCAN o") || $0.hasPrefix("SCAN m") }, "\(neighbours)")
+        // A dated receipt's neighbours are sought by its zone and day, not through its bands.
+        let sameDay = try plan(Catalog.sameDayNeighboursSQL, parameters: 1)
+        XCTAssertEqual(sameDay.filter { $0.hasPrefix("SEARCH q USING INDEX receipts_by_zone_date (zone=? AND date=?)") }.count, 2, "\(sameDay)")
+        XCTAssertFalse(sameDay.contains { $0.hasPrefix("SCAN") }, "\(sameDay)")
     }
 }
