@@ -36,20 +36,28 @@ final class DuplicateScalingTests: XCTestCase {
 
     func total(_ week: Int) -> String { "\(10 + week).\(week % 100 < 10 ? "0" : "")\(week % 100)" }
 
+    /// Imports each week's receipt (a misread one is a re-scan) with these fields, and reads their texts.
+    func importReceipts(_ vault: Vault, in folder: TemporaryFolder,
+                        _ receipts: [(week: Int, misread: Bool, date: String?, total: String?)]) throws -> [ReceiptID] {
+        var ids: [ReceiptID] = []
+        for (n, r) in receipts.enumerated() {
+            let path = folder.file("receipt\(n).txt")
+            try Data(receiptText(r.week, misread: r.misread).utf8).write(to: URL(fileURLWithPath: path))
+            let metadata = ReceiptMetadata(merchant: "Green Grocer", date: r.date, total: r.total)
+            ids += try vault.importFiles([path], zone: Zone.personal, metadata: metadata).imported.map(\.id)
+        }
+        _ = try vault.indexText(tools: try ExtractorTools.locate(searchPath: "/usr/bin:/bin"))
+        return ids
+    }
+
     /// A vault of `weeks` such receipts and re-scans of the first two; the pairs `dups` and the
     /// per-receipt check (as after an import) compared to find them.
     func pairsCompared(weeks: Int) throws -> (dups: Int, perReceipt: Int) {
         let folder = TemporaryFolder("receipt-dups-scaling")
         let vault = try Vault.create(at: folder.file("vault"), inlineThreshold: 1024).vault
         defer { try? vault.close() }
-        var ids: [ReceiptID] = []
-        for (week, misread) in (0..<weeks).map({ ($0, false) }) + [(0, true), (1, true)] {
-            let path = folder.file("week\(week)\(misread ? "-rescan" : "").txt")
-            try Data(receiptText(week, misread: misread).utf8).write(to: URL(fileURLWithPath: path))
-            let metadata = ReceiptMetadata(merchant: "Green Grocer", date: date(week), total: total(week))
-            ids += try vault.importFiles([path], zone: Zone.personal, metadata: metadata).imported.map(\.id)
-        }
-        _ = try vault.indexText(tools: try ExtractorTools.locate(searchPath: "/usr/bin:/bin"))
+        let ids = try importReceipts(vault, in: folder, (0..<weeks).map { ($0, false, date($0), total($0)) }
+            + [(0, true, date(0), total(0)), (1, true, date(1), total(1))])
         let (groups, dupsPairs) = try vault.findDuplicateGroups(zone: nil)
         XCTAssertEqual(groups, [DuplicateGroup(receipts: [ids[0], ids[weeks]], reason: "same-text"),
                                 DuplicateGroup(receipts: [ids[1], ids[weeks + 1]], reason: "same-text")])
@@ -65,5 +73,18 @@ final class DuplicateScalingTests: XCTestCase {
         XCTAssertLessThanOrEqual(large.dups, 2 * small.dups, "dups: \(small.dups) pairs for 22 receipts, \(large.dups) for 42")
         XCTAssertLessThanOrEqual(large.perReceipt, 2 * small.perReceipt,
                                  "per receipt: \(small.perReceipt) pairs for 22 receipts, \(large.perReceipt) for 42")
+    }
+
+    /// A re-scan without a date pairs with its receipt of any day, one without a total with its receipt
+    /// of any amount; neither with the other weeks, whose dates or totals differ from theirs.
+    func testAReceiptLackingADateOrTotalStillPairsByItsOtherField() throws {
+        let folder = TemporaryFolder("receipt-dups-open")
+        let vault = try Vault.create(at: folder.file("vault"), inlineThreshold: 1024).vault
+        defer { try? vault.close() }
+        let ids = try importReceipts(vault, in: folder, (0..<4).map { ($0, false, date($0), total($0)) }
+            + [(2, true, nil, total(2)), (3, true, date(3), nil)])
+        XCTAssertEqual(try vault.duplicateGroups(), [DuplicateGroup(receipts: [ids[2], ids[4]], reason: "same-text"),
+                                                     DuplicateGroup(receipts: [ids[3], ids[5]], reason: "same-text")])
+        XCTAssertEqual(try vault.possibleDuplicates(of: ids), [ids[2]: [ids[4]], ids[4]: [ids[2]], ids[3]: [ids[5]], ids[5]: [ids[3]]])
     }
 }
