@@ -51,19 +51,20 @@ final class DuplicateScalingTests: XCTestCase {
     }
 
     /// A vault of `weeks` such receipts and re-scans of the first two; the pairs `dups` and the
-    /// per-receipt check (as after an import) compared to find them.
-    func pairsCompared(weeks: Int) throws -> (dups: Int, perReceipt: Int) {
+    /// per-receipt check (as after an import) compared to find them, and the most signatures either
+    /// held at once when told to keep at most 8.
+    func pairsCompared(weeks: Int) throws -> (dups: Int, perReceipt: Int, held: Int) {
         let folder = TemporaryFolder("receipt-dups-scaling")
         let vault = try Vault.create(at: folder.file("vault"), inlineThreshold: 1024).vault
         defer { try? vault.close() }
         let ids = try importReceipts(vault, in: folder, (0..<weeks).map { ($0, false, date($0), total($0)) }
             + [(0, true, date(0), total(0)), (1, true, date(1), total(1))])
-        let (groups, dupsPairs) = try vault.findDuplicateGroups(zone: nil)
+        let (groups, dupsPairs, dupsHeld) = try vault.findDuplicateGroups(zone: nil, heldAtMost: 8)
         XCTAssertEqual(groups, [DuplicateGroup(receipts: [ids[0], ids[weeks]], reason: "same-text"),
                                 DuplicateGroup(receipts: [ids[1], ids[weeks + 1]], reason: "same-text")])
-        let (found, perReceiptPairs) = try vault.findPossibleDuplicates(of: ids)
+        let (found, perReceiptPairs, perReceiptHeld) = try vault.findPossibleDuplicates(of: ids, heldAtMost: 8)
         XCTAssertEqual(found, [ids[0]: [ids[weeks]], ids[weeks]: [ids[0]], ids[1]: [ids[weeks + 1]], ids[weeks + 1]: [ids[1]]])
-        return (dupsPairs, perReceiptPairs)
+        return (dupsPairs, perReceiptPairs, max(dupsHeld, perReceiptHeld))
     }
 
     func testPairsComparedGrowWithTheReceiptsNotTheirSquare() throws {
@@ -73,6 +74,9 @@ final class DuplicateScalingTests: XCTestCase {
         XCTAssertLessThanOrEqual(large.dups, 2 * small.dups, "dups: \(small.dups) pairs for 22 receipts, \(large.dups) for 42")
         XCTAssertLessThanOrEqual(large.perReceipt, 2 * small.perReceipt,
                                  "per receipt: \(small.perReceipt) pairs for 22 receipts, \(large.perReceipt) for 42")
+        // Memory: no more signatures held than told (the groups of candidates here are smaller), not
+        // every receipt in a band.
+        XCTAssertLessThanOrEqual(max(small.held, large.held), 8, "signatures held at once: \(small.held) of 22 receipts, \(large.held) of 42")
     }
 
     /// A re-scan without a date pairs with its receipt of any day, one without a total with its receipt
