@@ -90,9 +90,9 @@ final class FaultTests: XCTestCase {
         if try runAsRootOfOwnNamespace() { return }
         let dir = TemporaryFolder()
         // Room for a new catalog (its creation's write-ahead log holds each page its migrations
-        // write: 2.1 MB with catalog v9, more since v12 and v13 make their tables again) and one
-        // small file, not for the 4 MB below.
-        let mount = try Mount.tmpfs(at: dir.file("small"), size: "4m")
+        // write: 2.1 MB with catalog v9, more since v12 and v13 make their tables again and v15 its
+        // 32 band indexes: over 4 MB) and one small file, not for the 8 MB below.
+        let mount = try Mount.tmpfs(at: dir.file("small"), size: "8m")
         let vaultPath = mount.path + "/vault"
         _ = try Vault.create(at: vaultPath)
         let first = try dir.write("in/first.bin", TestData.random(300_000, seed: 1))
@@ -103,8 +103,8 @@ final class FaultTests: XCTestCase {
                                                           size: $0.attachments[0].size, deduplicated: false, existing: false) }
         try before.close()
 
-        // 4 MB of incompressible bytes into what is left of 3 MB.
-        let big = try dir.write("in/big.bin", TestData.random(4_000_000, seed: 2))
+        // 8 MB of incompressible bytes into what is left of 8 MB.
+        let big = try dir.write("in/big.bin", TestData.random(8_000_000, seed: 2))
         let full = try ReceiptBinary.run(["--vault", vaultPath, "import", big])
         XCTAssertEqual(full.status, 1, full.stderr)
         XCTAssertTrue(full.stderr.contains("No space left on device"), full.stderr)
