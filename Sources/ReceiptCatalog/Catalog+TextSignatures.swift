@@ -188,11 +188,13 @@ public struct SignedFields: Sendable {
 
 extension CatalogWriter {
     /// Stores a receipt's text signature (its band keys with it, by the band indexes), replacing an older one.
+    /// One prepared statement for every receipt `index` signs: it writes 32 indexes, so preparing it
+    /// again for each receipt cost more than running it.
     public func setTextSignature(row: Int64, extractor: String, minhash: [UInt8]) throws {
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT INTO textSignatures(receiptRow, extractor, minhash) VALUES (?, ?, ?)
             ON CONFLICT(receiptRow) DO UPDATE SET extractor = excluded.extractor, minhash = excluded.minhash
-            """, arguments: [row, extractor, Data(minhash)])
+            """).execute(arguments: [row, extractor, Data(minhash)])
     }
 
     /// Records that a person keeps these two receipts as two.
