@@ -175,6 +175,28 @@ final class ReceiptReaderTests: XCTestCase {
         XCTAssertEqual(field(ReceiptReader().read(agreeing), .total)?.fills, true, "cash less change confirms it")
     }
 
+    /// SROIE dev 024 and 294 as Tesseract read them: the total line misread (`§5.10`) or unread, while
+    /// the subtotal, tax and rounding, the cash and its change agree on one amount: that amount is filled.
+    /// Dev 149: the receipt prints its total before and after rounding, and agreement cannot say which it
+    /// calls its total, so agreement fills nothing there.
+    func testTheAmountTheReceiptsArithmeticAgreesOnIsFilledWhenTheTotalLineIsMisread() {
+        let misread = field(ReceiptReader().read("SUB-TOTAL (EX) : 52.00\nTOTAL TAX : 3.12\nROUNDING =. : -0.02\n"
+            + "TOTAL ¥ 2 ) > §5.10\nCASH r [ > 55.10\nCHANGE ~ /7 : “SS ) 0,00\n"), .total)
+        XCTAssertEqual(misread?.value, "55.10")
+        XCTAssertEqual(misread?.fills, true)
+        XCTAssertEqual(misread?.line, "CASH r [ > 55.10")
+        let unread = field(ReceiptReader().read("SUBTOTAL : 44.90\nBY GST 0.38 : |\nCASH 100.00 ! :\nCASH CHANGE 55.10 .\n"), .total)
+        XCTAssertEqual(unread?.value, "44.90")
+        XCTAssertEqual(unread?.fills, true)
+        let rounded = field(ReceiptReader().read("fotal Sales Inclusive GST : 26.82\nRounding Adjustment: -0.02\n"
+            + "Amount To Be Paid : 26.80\nCash Received : 50.00\nChange 23.20\n"), .total)
+        XCTAssertNotEqual(rounded?.fills, true, "26.80 after rounding or 26.82 before: the receipt does not say which is its total")
+        // Cash given change says nothing of the total: 20.00 handed over, not a second print of it.
+        let changeMisread = field(ReceiptReader().read("SUB TOTAL 10.00\nGRAND TOTAL 1000\nCASH 20,00 MYR 20.00\n"
+            + "CHANGE DUE 40.00\nGOODS: 10.00 TAX: 0.00\n"), .total)
+        XCTAssertNotEqual(changeMisread?.fills, true)
+    }
+
     /// SROIE dev 067: `12.17.26 PM` is a time, not 17 December 2026 proving the receipt month first.
     func testATimeWithDotsProvesNoDayOrder() {
         let date = field(ReceiptReader(order: .dayFirst, latest: Day(year: 2026, month: 11, day: 28)!).read("Date 06/01/18 12.17.26 PM\n"), .date)

@@ -27,12 +27,32 @@ enum TotalFinder {
         var weight: Double
     }
 
-    /// The amount paid, with a confidence 0–1, or nil when no line names it.
+    /// The amount paid, with a confidence 0–1, or nil when no line names it. A total line the receipt's
+    /// arithmetic does not confirm gives way to the one amount that two of its sums and prints agree on
+    /// (`agreedAmount`): OCR misreads the total's digits (`TOTAL 1.00` for 71.00) more often than it
+    /// misreads cash, change, subtotal and tax so that they still add up.
     static func find(_ text: ReceiptLines) -> (amount: PrintedAmount, confidence: Double, line: String)? {
-        let lines = text.lines, letters = text.letters
+        let labelled = labelledTotal(text)
+        if let labelled, labelled.confidence >= ReceiptReader.fillThreshold { return labelled }
+        // Within a rounding of the total line (cash rounding, a misread last digit), the line stays: the
+        // receipt prints both amounts, and which one it calls its total is the line's to say.
+        if let agreed = agreedAmount(text), labelled.map({ abs($0.amount.cents - agreed.amount.cents) > 10 }) ?? true {
+            return agreed
+        }
+        return labelled
+    }
+
+    /// Where a tax summary's table (GST SUMMARY … TOTAL 4.60 0.28) starts: it sums the tax, not the
+    /// receipt, so its rows are no total.
+    static func summaryStart(_ text: ReceiptLines) -> Int {
+        text.letters.firstIndex { $0.includes("SUMMARY") || $0.includes("ZUSAMMENFASSUNG") } ?? text.lines.count
+    }
+
+    /// The amount of the strongest total line, and how sure the receipt makes it.
+    static func labelledTotal(_ text: ReceiptLines) -> (amount: PrintedAmount, confidence: Double, line: String)? {
+        let lines = text.lines
         var candidates: [Candidate] = []
-        // A tax summary's table (GST SUMMARY … TOTAL 4.60 0.28) sums the tax, not the receipt: its rows are no total.
-        let summary = letters.firstIndex { $0.includes("SUMMARY") || $0.includes("ZUSAMMENFASSUNG") } ?? lines.count
+        let summary = summaryStart(text)
         for (index, line) in lines.enumerated().prefix(summary) {
             guard let weight = text.labelWeights[index] else { continue }
             if let amount = text.amounts[index].last(where: { $0.cents > 0 }) {
@@ -60,6 +80,41 @@ enum TotalFinder {
         // SROIE's prints, the total more often than not: 34.00 items read from 31.00, cash 101 less 70).
         if paymentContradicts(best.amount.cents, text) { confidence = min(confidence, 0.8) }
         return (best.amount, max(0, min(1, confidence)), best.line)
+    }
+
+    /// The one amount that two independent pieces of the receipt agree on, at least one of them
+    /// arithmetic: cash less a change that is not zero, the subtotal plus tax and rounding, and the
+    /// amount printed on a total or payment line. Nil when no amount, or more than one, has two.
+    static func agreedAmount(_ text: ReceiptLines) -> (amount: PrintedAmount, confidence: Double, line: String)? {
+        let summary = summaryStart(text)
+        let given = amounts(labelled: givenLabels, text), change = amounts(labelled: changeLabels, text).filter { $0 > 0 }
+        let paidBy = Set(given.flatMap { g in change.map { g - $0 } }.filter { $0 > 0 })
+        // Each amount of a total or payment line, with the first line that prints it. Cash that was
+        // given change is more than the total: its line says nothing of the total then.
+        func names(_ i: Int) -> Bool {
+            text.labelWeights[i] != nil || paymentLabels.contains { label in
+                text.letters[i].includes(label) && (change.isEmpty || !givenLabels.contains(label))
+            }
+        }
+        var printed: [Int64: Int] = [:]
+        for i in 0..<summary where names(i) {
+            for amount in text.amounts[i] where amount.cents > 0 && printed[amount.cents] == nil { printed[amount.cents] = i }
+        }
+        let agreed = Set(printed.keys).union(paidBy).filter { cents in
+            let sums = (paidBy.contains(cents) ? 1 : 0) + (sumConfirms(cents, text) ? 1 : 0)
+            return sums >= 1 && sums + (printed[cents] == nil ? 0 : 1) >= 2
+        }
+        guard agreed.count == 1, let cents = agreed.first else { return nil }
+        // A receipt that rounds and prints the amount before its rounding too has two totals cents apart:
+        // agreement cannot tell which one it calls its total.
+        let printedAnywhere = Set(text.amounts.joined().map(\.cents))
+        guard !amounts(labelled: ["ROUNDING", "RUNDUNG"], text, signed: true)
+            .contains(where: { $0 != 0 && printedAnywhere.contains(cents - $0) }) else { return nil }
+        let line = printed[cents].map { text.lines[$0] }
+            ?? text.indices.first { i in changeLabels.contains { text.letters[i].includes($0) } }.map { text.lines[$0] } ?? ""
+        let amount = printed[cents].flatMap { i in text.amounts[i].first { $0.cents == cents } }
+            ?? PrintedAmount(cents: cents, currency: nil, dollarSign: false)
+        return (amount, 0.92, line)
     }
 
     /// Lines that say how the total was paid.
