@@ -113,6 +113,7 @@ let package = Package(
         .testTarget(name: "ReceiptTextTests", dependencies: ["ReceiptText", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ReceiptCatalogTests", dependencies: [
             "ReceiptCatalog", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ],
                     swiftSettings: strict),
         .testTarget(name: "ReceiptVaultTests", dependencies: [

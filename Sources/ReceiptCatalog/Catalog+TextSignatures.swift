@@ -165,13 +165,29 @@ extension Catalog {
                           arguments: [min(a, b), max(a, b)]) ?? false
     }
 
-    /// Receipt ids by row number.
+    /// Receipt ids by row number, asked 500 rows at a time and read through a cursor: `dups` asks for
+    /// every grouped receipt of the vault (195,000 at a million), and one statement of them all held a
+    /// row object each (52 MB) and could pass SQLite's limit of bound variables.
     public static func receiptIDs(_ db: Database, rows: [Int64]) throws -> [Int64: ReceiptID] {
-        guard !rows.isEmpty else { return [:] }
         var out: [Int64: ReceiptID] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT rowNumber, id FROM receipts WHERE rowNumber IN (\(placeholders(rows.count)))",
-                                    arguments: StatementArguments(rows)) {
-            out[try row.decode(atIndex: 0)] = try row.decode(atIndex: 1)
+        out.reserveCapacity(rows.count)
+        for start in stride(from: 0, to: rows.count, by: 500) {
+            let some = rows[start..<min(start + 500, rows.count)]
+            let cursor = try Row.fetchCursor(db, sql: "SELECT rowNumber, id FROM receipts WHERE rowNumber IN (\(placeholders(some.count)))",
+                                             arguments: StatementArguments(some))
+            while let row = try cursor.next() { out[try row.decode(atIndex: 0)] = try row.decode(atIndex: 1) }
+        }
+        return out
+    }
+
+    /// Those of `ids` created at or after `since`, asked 500 at a time.
+    public static func receipts(_ db: Database, among ids: [ReceiptID], createdSince since: Millis) throws -> Set<ReceiptID> {
+        var out = Set<ReceiptID>()
+        for start in stride(from: 0, to: ids.count, by: 500) {
+            let some = ids[start..<min(start + 500, ids.count)]
+            let cursor = try ReceiptID.fetchCursor(db, sql: "SELECT id FROM receipts WHERE createdAt >= ? AND id IN (\(placeholders(some.count)))",
+                                                   arguments: [since] + StatementArguments(some))
+            while let id = try cursor.next() { out.insert(id) }
         }
         return out
     }

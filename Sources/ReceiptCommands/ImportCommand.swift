@@ -73,17 +73,17 @@ struct ImportCommand: ParsableCommand {
                 progress.finish()
                 // Read first, as for files: a duplicate is known only once the new receipts' text and fields are.
                 try indexAfterImport(vault, only: nil)
-                try spool.print(failed: summary.failed, duplicates: Self.possibleDuplicates(of: spool.added, vault, createdSince: started))
+                try spool.print(failed: summary.failed, duplicates: spool.anyAdded ? Self.possibleDuplicates(createdSince: started, vault) : [:])
                 return try renderFailures(summary.failed)
             }
             // Lines go out as each batch commits, not all at the end: memory stays flat with the row count.
             var text = ""
-            var added = Set<ReceiptID>()
+            var anyAdded = false
             let summary: ManifestSummary
             do {
                 summary = try vault.importManifestStreamed(manifest, zone: zone, progress: update) { item in
                     guard !item.existing else { return }
-                    added.insert(item.id)
+                    anyAdded = true
                     text += Self.line(item)
                     if text.utf8.count >= 1 << 16 {
                         progress.finish()
@@ -102,7 +102,7 @@ struct ImportCommand: ParsableCommand {
             return try thenIndex(vault, only: nil, render: {
                 try renderSummary(added: summary.added, receipts: summary.receiptsAdded, existing: summary.existing,
                                   failed: summary.failed)
-            }, then: { Self.printDuplicates(Self.possibleDuplicates(of: added, vault, createdSince: started)) })
+            }, then: { if anyAdded { Self.printDuplicates(Self.possibleDuplicates(createdSince: started, vault)) } })
         }
         var metadata = meta.metadata
         if !tags.isEmpty { metadata.tags = tags }
@@ -134,10 +134,15 @@ struct ImportCommand: ParsableCommand {
 
     /// Receipts each of `added` may duplicate; a failure to look reports none (the import stands).
     /// A manifest's rows (`createdSince`: when it started) are looked up in the vault's groups, in one pass.
-    static func possibleDuplicates(of added: Set<ReceiptID>, _ vault: Vault, createdSince: Millis? = nil) -> [ReceiptID: [ReceiptID]] {
+    static func possibleDuplicates(of added: Set<ReceiptID>, _ vault: Vault) -> [ReceiptID: [ReceiptID]] {
         guard !added.isEmpty else { return [:] }
-        if let createdSince { return (try? vault.possibleDuplicates(amongGroupsOf: added, createdSince: createdSince)) ?? [:] }
         return (try? vault.possibleDuplicates(of: added.sorted())) ?? [:]
+    }
+
+    /// As above for the receipts a manifest created (since `createdSince`, when it started), looked up
+    /// in the vault's groups in one pass.
+    static func possibleDuplicates(createdSince: Millis, _ vault: Vault) -> [ReceiptID: [ReceiptID]] {
+        (try? vault.possibleDuplicates(createdSince: createdSince)) ?? [:]
     }
 
     /// One line per new receipt that may duplicate others (import, a manifest's import, watch).
@@ -218,8 +223,9 @@ final class JSONReportSpool {
     private let compact = JSONEncoder()
     private var count = 0
     private var pending = Data()
-    /// The new receipts among the rows (their possible duplicates are looked up at the end).
-    private(set) var added = Set<ReceiptID>()
+    /// Whether a row made a new receipt (their possible duplicates are looked up at the end, by when
+    /// they were created: a set of every new id grew with the manifest).
+    private(set) var anyAdded = false
 
     init(in folder: String) throws {
         var template = Array((folder + "/receipt-report-XXXXXX").utf8CString)
@@ -234,7 +240,7 @@ final class JSONReportSpool {
     /// One row, kept as one compact line until `print` knows its possible duplicates.
     func add(_ item: ImportedFile) throws {
         count += 1
-        if !item.existing { added.insert(item.id) }
+        if !item.existing { anyAdded = true }
         pending.append(try compact.encode(item))
         pending.append(UInt8(ascii: "\n"))
         if pending.count >= 1 << 16 { try flush() }
