@@ -17,13 +17,11 @@ public struct DuplicateGroup: Codable, Sendable, Equatable {
 /// an import reads every text of the vault. Two receipts of one shop, day and amount whose texts
 /// differ are two purchases: equal fields flag only receipts that have no text to compare.
 extension Vault {
-    /// Stores the text signatures of the receipts holding one of `blobs` (whose text was just stored).
-    func signReceipts(holding blobs: [BlobID]) throws {
+    /// Stores the text signatures of the receipts holding one of `blobs`, in the transaction `w` that
+    /// stores their text (as their reading: `readReceipts(holding:_:)`).
+    func signReceipts(holding blobs: [BlobID], _ w: CatalogWriter) throws {
         guard !blobs.isEmpty else { return }
-        let rows = try wrapped { try catalog.read { db in try Catalog.receiptRows(db, withBlobs: blobs).map(\.row) } }
-        for start in stride(from: 0, to: rows.count, by: 256) {
-            try sign(rows: Array(rows[start..<min(start + 256, rows.count)]))
-        }
+        try sign(rows: Catalog.receiptRows(w.db, withBlobs: blobs).map(\.row), w)
     }
 
     /// Signs, a batch at a time, the receipts whose text was read before signatures were kept.
@@ -40,17 +38,16 @@ extension Vault {
     }
 
     private func sign(rows: [Int64]) throws {
+        try wrapped { try mutate { w in try sign(rows: rows, w) } }
+    }
+
+    private func sign(rows: [Int64], _ w: CatalogWriter) throws {
         let version = TextExtractor.version
-        try wrapped {
-            try mutate { w in
-                let db = w.db
-                for row in rows {
-                    let text = try Catalog.texts(db, ofRow: row, extractor: version).map(\.text).joined(separator: "\n")
-                    // A text without words is stored as an empty signature: it is known, and alike to none.
-                    let signature = TextSignature(text: text)
-                    try w.setTextSignature(row: row, extractor: version, minhash: signature?.bytes ?? [])
-                }
-            }
+        for row in rows {
+            let text = try Catalog.texts(w.db, ofRow: row, extractor: version).map(\.text).joined(separator: "\n")
+            // A text without words is stored as an empty signature: it is known, and alike to none.
+            let signature = TextSignature(text: text)
+            try w.setTextSignature(row: row, extractor: version, minhash: signature?.bytes ?? [])
         }
     }
 

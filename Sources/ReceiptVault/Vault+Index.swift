@@ -48,7 +48,6 @@ extension Vault {
         if rebuild { try wrapped { try mutate { w in try w.markTextStale() } } }
         let total = try only?.count ?? wrapped { try catalog.read { db in try Catalog.textCounts(db, version: version).pending } }
         var outcome = IndexOutcome(extracted: 0, failed: 0, pending: 0, missingTools: [], failures: [])
-        var withText: [BlobID] = []
         var missing = Set<IndexOutcome.MissingTool>()
         let extractor = TextExtractor(tools: tools)
         var after: BlobID?
@@ -95,7 +94,9 @@ extension Vault {
                         outcome.failures.append(.init(sha256: item.sha256.hex, reason: "\(VaultError.wrap(error))"))
                     }
                 }
-                try wrapped {
+                // The text, the readings and the signatures of the receipts holding it: one transaction.
+                let withText = toStore.compactMap { blob, extraction in if case .text = extraction { blob } else { nil } }
+                outcome.read += try wrapped {
                     try mutate { w in
                         for (blob, extraction) in toStore {
                             switch extraction {
@@ -106,10 +107,11 @@ extension Vault {
                             case .unavailable: break
                             }
                         }
+                        try signReceipts(holding: withText, w)
+                        return try readReceipts(holding: withText, w)
                     }
                 }
                 for (sha256, extraction) in toStore {
-                    if case .text = extraction { withText.append(sha256) }
                     if case .failed(let reason) = extraction {
                         outcome.failed += 1
                         outcome.failures.append(.init(sha256: sha256.hex, reason: reason))
@@ -123,8 +125,6 @@ extension Vault {
         }
         outcome.pending = try wrapped { try catalog.read { db in try Catalog.textCounts(db, version: version).pending } }
         outcome.missingTools = missing.sorted { $0.tool < $1.tool }
-        outcome.read = try readReceipts(holding: withText)
-        try signReceipts(holding: withText)
         return outcome
     }
 

@@ -25,63 +25,57 @@ extension Vault {
     /// The fields a reading may fill, in the order they are read.
     static let readFields: [ReadField] = WireReceipt.readFields.compactMap(ReadField.init(rawValue:))
 
-    /// Reads the receipts that hold one of `blobs` (whose text was just stored) in writable zones.
-    /// Returns how many receipts had a field filled or suggested.
+    /// Reads the receipts that hold one of `blobs` in writable zones, in the transaction `w` that stores
+    /// those blobs' text: a power cut after the text was stored and before its reading left the
+    /// receipts unread for good (the text was no longer pending, so no `index` read it again;
+    /// tools/powerloss found it). Returns how many receipts had a field filled or suggested.
     @discardableResult
-    func readReceipts(holding blobs: [BlobID]) throws -> Int {
+    func readReceipts(holding blobs: [BlobID], _ w: CatalogWriter) throws -> Int {
         guard !blobs.isEmpty else { return 0 }
         let version = TextExtractor.version
-        let rows = try wrapped { try catalog.read { db in try Catalog.receiptRows(db, withBlobs: blobs) } }
-        var read = 0
-        for start in stride(from: 0, to: rows.count, by: 256) {
-            read += try wrapped {
-                try mutate { w in
-                    let db = w.db
-                    let locale = try Catalog.setting(db, Self.localeSetting).flatMap(DateOrder.init(locale:))
-                    let aliases = try Catalog.merchantAliases(db)
-                    var count = 0
-                    for (row, id) in rows[start..<min(start + 256, rows.count)] {
-                        guard var receipt = try Catalog.receipt(db, id),
-                              try Catalog.zone(db, receipt.zone)?.role.canWrite == true else { continue }
-                        let texts = try Catalog.texts(db, ofRow: row, extractor: version)
-                        guard !texts.isEmpty else { continue }
-                        let text = texts.map(\.text).joined(separator: "\n")
-                        var reader = ReceiptReader(order: locale, merchantAliases: aliases)
-                        var proposals = reader.read(text)
-                        // A merchant's own day order, once a person confirmed one, outranks the vault's: the
-                        // text is read again in it (the merchant read does not depend on the order).
-                        let merchant = receipt.merchant ?? proposals.first { $0.field == .merchant }?.value
-                        if let merchant, let order = try Catalog.dateOrder(db, merchantKey: ReceiptReader.aliasKey(merchant)),
-                           DateOrder(rawValue: order) != reader.order {
-                            reader.order = DateOrder(rawValue: order)
-                            proposals = reader.read(text)
-                        }
-                        // What an earlier reading filled and no one changed stays filled (and under review).
-                        var reading = try Catalog.readings(db, ofRows: [row])[row]?.pending(in: receipt) ?? ReceiptReading(extractor: version, fields: [:])
-                        reading.extractor = version
-                        var filledNow = false
-                        for proposal in proposals where Self.readFields.contains(proposal.field) {
-                            let name = proposal.field.rawValue
-                            guard receipt.value(ofRead: name) == nil else { continue }
-                            let fill = proposal.fills && (try? Self.canonical(proposal.field, proposal.value)) != nil
-                            if fill { receipt.set(read: name, to: proposal.value) }
-                            filledNow = filledNow || fill
-                            reading.fields[name] = FieldReading(value: proposal.value, confidence: proposal.confidence,
-                                                                line: proposal.line, filled: fill)
-                        }
-                        guard !reading.fields.isEmpty else { continue }
-                        if filledNow {
-                            receipt.modifiedAt = w.now
-                            try w.changeReceipt(receipt)
-                        }
-                        try w.setReading(reading, row: row)
-                        count += 1
-                    }
-                    return count
-                }
+        let db = w.db
+        let rows = try Catalog.receiptRows(db, withBlobs: blobs)
+        let locale = try Catalog.setting(db, Self.localeSetting).flatMap(DateOrder.init(locale:))
+        let aliases = try Catalog.merchantAliases(db)
+        var count = 0
+        for (row, id) in rows {
+            guard var receipt = try Catalog.receipt(db, id),
+                  try Catalog.zone(db, receipt.zone)?.role.canWrite == true else { continue }
+            let texts = try Catalog.texts(db, ofRow: row, extractor: version)
+            guard !texts.isEmpty else { continue }
+            let text = texts.map(\.text).joined(separator: "\n")
+            var reader = ReceiptReader(order: locale, merchantAliases: aliases)
+            var proposals = reader.read(text)
+            // A merchant's own day order, once a person confirmed one, outranks the vault's: the
+            // text is read again in it (the merchant read does not depend on the order).
+            let merchant = receipt.merchant ?? proposals.first { $0.field == .merchant }?.value
+            if let merchant, let order = try Catalog.dateOrder(db, merchantKey: ReceiptReader.aliasKey(merchant)),
+               DateOrder(rawValue: order) != reader.order {
+                reader.order = DateOrder(rawValue: order)
+                proposals = reader.read(text)
             }
+            // What an earlier reading filled and no one changed stays filled (and under review).
+            var reading = try Catalog.readings(db, ofRows: [row])[row]?.pending(in: receipt) ?? ReceiptReading(extractor: version, fields: [:])
+            reading.extractor = version
+            var filledNow = false
+            for proposal in proposals where Self.readFields.contains(proposal.field) {
+                let name = proposal.field.rawValue
+                guard receipt.value(ofRead: name) == nil else { continue }
+                let fill = proposal.fills && (try? Self.canonical(proposal.field, proposal.value)) != nil
+                if fill { receipt.set(read: name, to: proposal.value) }
+                filledNow = filledNow || fill
+                reading.fields[name] = FieldReading(value: proposal.value, confidence: proposal.confidence,
+                                                    line: proposal.line, filled: fill)
+            }
+            guard !reading.fields.isEmpty else { continue }
+            if filledNow {
+                receipt.modifiedAt = w.now
+                try w.changeReceipt(receipt)
+            }
+            try w.setReading(reading, row: row)
+            count += 1
         }
-        return read
+        return count
     }
 
     /// Confirms the filled fields of a receipt and takes its suggestions (`fields`, or all of them).
