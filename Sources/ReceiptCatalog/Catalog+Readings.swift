@@ -99,13 +99,8 @@ extension Catalog {
     /// Receipts (row number, id) one of whose files is one of `blobs`.
     public static func receiptRows(_ db: Database, withBlobs blobs: [BlobID]) throws -> [(row: Int64, id: ReceiptID)] {
         var out: [Int64: ReceiptID] = [:]
-        for start in stride(from: 0, to: blobs.count, by: 500) {
-            let part = Array(blobs[start..<min(start + 500, blobs.count)])
-            for row in try Row.fetchAll(db, sql: """
-                SELECT DISTINCT a.receiptRow, a.receiptID FROM attachments a WHERE a.sha256 IN (\(placeholders(part.count)))
-                """, arguments: StatementArguments(part)) {
-                out[try row.decode(atIndex: 0)] = try row.decode(atIndex: 1)
-            }
+        try forEachRow(db, in: blobs, sql: { "SELECT DISTINCT a.receiptRow, a.receiptID FROM attachments a WHERE a.sha256 IN (\($0))" }) {
+            out[try $0.decode(atIndex: 0)] = try $0.decode(atIndex: 1)
         }
         return out.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }

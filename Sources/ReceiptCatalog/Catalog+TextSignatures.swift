@@ -127,15 +127,12 @@ extension Catalog {
     /// What tells receipts apart, by row: date, total and text signature (nil when not signed yet).
     public static func signedFields(_ db: Database, rows: [Int64]) throws -> [Int64: SignedFields] {
         var out: [Int64: SignedFields] = [:]
-        for start in stride(from: 0, to: rows.count, by: 500) {
-            let some = Array(rows[start..<min(start + 500, rows.count)])
-            for row in try Row.fetchAll(db, sql: """
-                SELECT r.rowNumber, r.date, r.total, s.minhash FROM receipts r LEFT JOIN textSignatures s ON s.receiptRow = r.rowNumber
-                WHERE r.rowNumber IN (\(placeholders(some.count)))
-                """, arguments: StatementArguments(some)) {
-                let signature: Data? = row[3]
-                out[row[0]] = SignedFields(date: row[1], total: row[2], signature: signature.map { [UInt8]($0) })
-            }
+        try forEachRow(db, in: rows, sql: { """
+            SELECT r.rowNumber, r.date, r.total, s.minhash FROM receipts r LEFT JOIN textSignatures s ON s.receiptRow = r.rowNumber
+            WHERE r.rowNumber IN (\($0))
+            """ }) { row in
+            let signature: Data? = row[3]
+            out[row[0]] = SignedFields(date: row[1], total: row[2], signature: signature.map { [UInt8]($0) })
         }
         return out
     }
@@ -165,29 +162,22 @@ extension Catalog {
                           arguments: [min(a, b), max(a, b)]) ?? false
     }
 
-    /// Receipt ids by row number, asked 500 rows at a time and read through a cursor: `dups` asks for
-    /// every grouped receipt of the vault (195,000 at a million), and one statement of them all held a
-    /// row object each (52 MB) and could pass SQLite's limit of bound variables.
+    /// Receipt ids by row number (`dups` asks for every grouped receipt of the vault: asked in one
+    /// statement they held a row object each, 52 MB at a million, and could pass SQLite's limit).
     public static func receiptIDs(_ db: Database, rows: [Int64]) throws -> [Int64: ReceiptID] {
         var out: [Int64: ReceiptID] = [:]
         out.reserveCapacity(rows.count)
-        for start in stride(from: 0, to: rows.count, by: 500) {
-            let some = rows[start..<min(start + 500, rows.count)]
-            let cursor = try Row.fetchCursor(db, sql: "SELECT rowNumber, id FROM receipts WHERE rowNumber IN (\(placeholders(some.count)))",
-                                             arguments: StatementArguments(some))
-            while let row = try cursor.next() { out[try row.decode(atIndex: 0)] = try row.decode(atIndex: 1) }
+        try forEachRow(db, in: rows, sql: { "SELECT rowNumber, id FROM receipts WHERE rowNumber IN (\($0))" }) {
+            out[try $0.decode(atIndex: 0)] = try $0.decode(atIndex: 1)
         }
         return out
     }
 
-    /// Those of `ids` created at or after `since`, asked 500 at a time.
+    /// Those of `ids` created at or after `since`.
     public static func receipts(_ db: Database, among ids: [ReceiptID], createdSince since: Millis) throws -> Set<ReceiptID> {
         var out = Set<ReceiptID>()
-        for start in stride(from: 0, to: ids.count, by: 500) {
-            let some = ids[start..<min(start + 500, ids.count)]
-            let cursor = try ReceiptID.fetchCursor(db, sql: "SELECT id FROM receipts WHERE createdAt >= ? AND id IN (\(placeholders(some.count)))",
-                                                   arguments: [since] + StatementArguments(some))
-            while let id = try cursor.next() { out.insert(id) }
+        try forEachRow(db, in: ids, leading: [since], sql: { "SELECT id FROM receipts WHERE createdAt >= ? AND id IN (\($0))" }) {
+            out.insert(try $0.decode(atIndex: 0))
         }
         return out
     }

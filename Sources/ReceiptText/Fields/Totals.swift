@@ -100,15 +100,16 @@ enum TotalFinder {
         for i in 0..<summary where names(i) {
             for amount in text.amounts[i] where amount.cents > 0 && printed[amount.cents] == nil { printed[amount.cents] = i }
         }
+        let sums = sums(text)
         let agreed = Set(printed.keys).union(paidBy).filter { cents in
-            let sums = (paidBy.contains(cents) ? 1 : 0) + (sumConfirms(cents, text) ? 1 : 0)
-            return sums >= 1 && sums + (printed[cents] == nil ? 0 : 1) >= 2
+            let arithmetic = (paidBy.contains(cents) ? 1 : 0) + (sums.contains(cents) ? 1 : 0)
+            return arithmetic >= 1 && arithmetic + (printed[cents] == nil ? 0 : 1) >= 2
         }
         guard agreed.count == 1, let cents = agreed.first else { return nil }
         // A receipt that rounds and prints the amount before its rounding too has two totals cents apart:
         // agreement cannot tell which one it calls its total.
         let printedAnywhere = Set(text.amounts.joined().map(\.cents))
-        guard !amounts(labelled: ["ROUNDING", "RUNDUNG"], text, signed: true)
+        guard !amounts(labelled: roundingLabels, text, signed: true)
             .contains(where: { $0 != 0 && printedAnywhere.contains(cents - $0) }) else { return nil }
         let line = printed[cents].map { text.lines[$0] }
             ?? text.indices.first { i in changeLabels.contains { text.letters[i].includes($0) } }.map { text.lines[$0] } ?? ""
@@ -185,11 +186,16 @@ enum TotalFinder {
     }
 
     /// The subtotal plus the tax and the rounding printed equals the total.
-    static func sumConfirms(_ total: Int64, _ text: ReceiptLines) -> Bool {
+    static func sumConfirms(_ total: Int64, _ text: ReceiptLines) -> Bool { sums(text).contains(total) }
+
+    static let roundingLabels = ["ROUNDING", "RUNDUNG"]
+
+    /// Every subtotal plus a tax (or none) and a rounding (or none) the receipt prints.
+    static func sums(_ text: ReceiptLines) -> Set<Int64> {
         let subtotals = amounts(labelled: ["SUBTOTAL", "SUBTTL", "ZWISCHENSUMME", "SOUSTOTAL"], text)
         let taxes = amounts(labelled: ["GST", "TAX", "VAT", "MWST", "TVA"], text) + [0]
-        let rounding = amounts(labelled: ["ROUNDING", "RUNDUNG"], text, signed: true) + [0]
-        return subtotals.contains { s in taxes.contains { t in rounding.contains { s + t + $0 == total } } }
+        let rounding = amounts(labelled: roundingLabels, text, signed: true) + [0]
+        return Set(subtotals.flatMap { s in taxes.flatMap { t in rounding.map { s + t + $0 } } })
     }
 
     /// No amount on the receipt but cash handed over is larger.
