@@ -60,7 +60,8 @@ struct FsckCommand: AsyncParsableCommand {
         } else {
             let left = report.problems.filter { !$0.repaired }.count
             let repaired = report.problems.count - left
-            Output.note("checked \(report.checkedBlobs) blob(s), \(ByteCount.text(report.checkedBytes)) re-hashed in "
+            let how = report.quick ? "checked by size only (--quick)" : "re-hashed"
+            Output.note("checked \(report.checkedBlobs) blob(s), \(ByteCount.text(report.checkedBytes)) \(how) in "
                 + String(format: "%.1f", report.seconds) + " s: "
                 + (report.problems.isEmpty ? "no problems" : "\(left) problem(s) left" + (repaired > 0 ? ", \(repaired) repaired" : "")))
         }

@@ -7,7 +7,7 @@ import XCTest
 
 /// `fsck --quick` reads every page of the tables that hold what users gave (receipts, attachments,
 /// blobs, their indexes, the outbox, zones, settings, the schema) and leaves the derived ones
-/// (extracted text, the search index's tables) to the full check, which reads every page.
+/// (extracted text, the search index's tables, the texts' signatures) to the full check, which reads every page.
 final class FsckQuickTests: XCTestCase {
     func testQuickFindsAPageDamagedInEveryTableUsersDataLivesIn() async throws {
         // Indexes too: --quick's reads of rows seldom go through them, so only the page check sees them.
@@ -23,7 +23,7 @@ final class FsckQuickTests: XCTestCase {
     }
 
     func testTheDerivedTablesArePageCheckedByTheFullCheckOnly() async throws {
-        for object in ["blobText", "receiptSearch_data"] {
+        for object in ["blobText", "receiptSearch_data", "textSignatures_band0"] {
             let dir = TemporaryFolder("receipt-fsck-quick")
             let path = try Self.damagedVault(in: dir, object)
             let full = try await Integrity.fsck(path)
@@ -47,6 +47,12 @@ final class FsckQuickTests: XCTestCase {
         XCTAssertTrue(repaired.ok, "\(repaired.problems)")
         let clean = try await Integrity.fsck(path)
         XCTAssertEqual(clean.problems, [])
+        // --quick says it re-hashed nothing; the full check says what it re-hashed.
+        let quickCLI = try ReceiptBinary.run(["--vault", path, "fsck", "--quick"])
+        XCTAssertEqual(quickCLI.status, 0, quickCLI.stdout + quickCLI.stderr)
+        XCTAssertTrue(quickCLI.stderr.contains("checked by size only (--quick)") && !quickCLI.stderr.contains("re-hashed"), quickCLI.stderr)
+        let fullCLI = try ReceiptBinary.run(["--vault", path, "fsck"])
+        XCTAssertTrue(fullCLI.stderr.contains("re-hashed in"), fullCLI.stderr)
     }
 
     /// A vault of a few receipts with their text extracted, then the first page of `object` (a

@@ -181,6 +181,30 @@ final class FsckTests: XCTestCase {
         }
     }
 
+    /// Attachments whose blob row is gone (written with foreign keys off) are a missing blob, named with
+    /// every receipt that holds it, quick or not; the repair restores the row from the file. The look-up
+    /// walks the blob index and reads only those attachments' rows (`Catalog.checkSnapshot`).
+    func testAnAttachmentWhoseBlobRowIsGoneNamesItsReceiptsQuickOrNot() async throws {
+        let dir = TemporaryFolder()
+        let (vault, report) = try Integrity.vault(in: dir, external: 2, inline: 1)
+        let path = vault.path
+        let victim = report.imported[1]
+        try vault.close()
+        try await Self.writeWithoutForeignKeys(path) { db in
+            try db.execute(sql: "DELETE FROM blobs WHERE hex(sha256) = upper(?)", arguments: [victim.sha256])
+        }
+        for quick in [true, false] {
+            let missing = Integrity.problems(try await Integrity.fsck(path, quick: quick), .missingBlob)
+            XCTAssertEqual(missing.map(\.sha256), [victim.sha256], "quick \(quick)")
+            XCTAssertEqual(missing.first?.receipts, [victim.id.text], "quick \(quick)")
+            XCTAssertTrue(missing.first?.detail.contains("of 1 receipt(s) has no row in the catalog") == true, "\(missing)")
+        }
+        let repaired = try await Integrity.fsck(path, quick: true, repair: true)
+        XCTAssertTrue(repaired.ok, "\(repaired.problems)")
+        let clean = try await Integrity.fsck(path)
+        XCTAssertEqual(clean.problems, [])
+    }
+
     func testFsckVerifiesOnAllCoresAtOnce() async throws {
         guard ProcessInfo.processInfo.activeProcessorCount >= 2 else {
             print("FsckTests: one core only, the two-worker check cannot be measured here")

@@ -57,15 +57,19 @@ WHERE NOT EXISTS (SELECT 1 FROM attachments a WHERE a.sha256 = b.sha256) ORDER B
 
 
 def fsck_quick_sql(catalog):
-    """fsck --quick's statements (Sources/ReceiptCatalog/Catalog+Check.swift): quick_check of each
-    table, every blob row read, attachments whose blob row is gone, foreign keys, zones."""
+    """fsck --quick's statements (Sources/ReceiptCatalog/Catalog+Check.swift, Catalog+Search.swift,
+    KeptCounts.swift): quick_check of each table but the derived ones (extracted text, the search
+    index's tables, the texts' signatures), every blob row read, receipt ids of the wrong shape,
+    attachments whose blob row is gone, foreign keys, the search index's and the kept counts."""
     with sqlite3.connect("file:%s?mode=ro" % catalog, uri=True) as db:
         tables = [t for (t,) in db.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'")]
         linked = [t for (t,) in db.execute(
             "SELECT DISTINCT m.name FROM sqlite_master m, pragma_foreign_key_list(m.name) f WHERE m.type = 'table'")]
-    out = ["PRAGMA quick_check(\"%s\");" % t for t in ["sqlite_master"] + tables]
+    derived = lambda t: t in ("blobText", "textSignatures") or t.startswith("receiptSearch_")
+    out = ["PRAGMA quick_check(\"%s\");" % t for t in ["sqlite_master"] + tables if not derived(t)]
     out += ["SELECT count(*), sum(size), sum(storedSize), sum(inline IS NOT NULL) FROM blobs;",
+            "SELECT count(*) FROM receipts WHERE typeof(id) != 'blob' OR length(id) != 16;",
             "SELECT count(*) FROM attachments a WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = a.sha256);",
             "SELECT DISTINCT receiptID FROM attachments WHERE receiptRow NOT IN (SELECT rowNumber FROM receipts);",
             "SELECT DISTINCT zone FROM receipts WHERE zone NOT IN (SELECT name FROM zones);"]
@@ -75,6 +79,13 @@ def fsck_quick_sql(catalog):
     if "textBands" in linked:
         out.append("SELECT count(*) FROM textBands b WHERE NOT EXISTS "
                    "(SELECT 1 FROM textSignatures s WHERE s.receiptRow = b.receiptRow);")
+    if "receiptSearch_docsize" in tables:
+        out += ["SELECT count(*) FROM receipts;", "SELECT count(*) FROM receiptSearch_docsize;",
+                "SELECT count(*) FROM receiptSearch_docsize d WHERE NOT EXISTS (SELECT 1 FROM receipts r WHERE r.rowid = d.id);"]
+    if "keptCounts" in tables:
+        out.append("SELECT (SELECT count(*) FROM receipts), (SELECT count(*) FROM attachments), count(*), "
+                   "sum(inline IS NULL), sum(inline IS NOT NULL), sum(size), sum(storedSize), "
+                   "(SELECT count(DISTINCT sha256) FROM attachments) FROM blobs;")
     return "\n".join(out) + "\n"
 
 
