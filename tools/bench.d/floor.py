@@ -34,6 +34,8 @@ FROM receipts r WHERE r.date >= '2021-03-01' AND r.date <= '2021-03-31' AND r.da
 SELECT a.receiptRow, a.sha256, a.filename, a.mediaType, a.size FROM attachments a
 WHERE a.receiptRow IN (SELECT rowNumber FROM receipts WHERE date >= '2021-03-01' AND date <= '2021-03-31')
 ORDER BY a.receiptRow, a.position;
+SELECT receiptRow, extractor, fields FROM receiptReadings
+WHERE receiptRow IN (SELECT rowNumber FROM receipts WHERE date >= '2021-03-01' AND date <= '2021-03-31');
 """
 SEARCH = """
 SELECT s.rowid, r.id, s.score FROM
