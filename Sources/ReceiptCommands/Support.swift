@@ -27,14 +27,30 @@ public struct VaultOptions: ParsableArguments {
     }
 
     public func openVault() throws -> Vault {
-        SQLiteTemporaryFiles.keep(in: vaultPath)
-        return try Vault.open(at: vaultPath)
+        try opening { try Vault.open(at: vaultPath) }
     }
 
     /// For a command that only reads the catalog (see `Catalog.Access.reading`).
     public func openVaultForReading() throws -> Vault {
+        try opening { try Vault.open(at: vaultPath, access: .reading) }
+    }
+
+    /// Opens through `open`, saying so when it upgrades the catalog: a million receipts' upgrade runs
+    /// for minutes, and leaves their texts to be read again by the next `index`.
+    private func opening(_ open: () throws -> Vault) throws -> Vault {
         SQLiteTemporaryFiles.keep(in: vaultPath)
-        return try Vault.open(at: vaultPath, access: .reading)
+        let catalogPath = FileSystem.join(vaultPath, Catalog.fileName)
+        guard let found = try? Catalog.inspect(catalogPath), found < Catalog.schemaVersion else { return try open() }
+        let copy = CatalogCopy.beforeMigrationPath(catalogPath, version: Catalog.schemaVersion)
+        Output.note("upgrading the catalog from schema version \(found) to \(Catalog.schemaVersion) (a large vault takes "
+            + "minutes: a million receipts about 12); the old catalog is kept as \(copy) until `receipt fsck` passes")
+        let started = Date()
+        let vault = try open()
+        let pending = (try? vault.stats().pendingIndex) ?? 0
+        Output.note("upgraded the catalog in \(Int(Date().timeIntervalSince(started).rounded())) s"
+            + (pending == 0 ? "" : "; \(pending) text(s) read by an older extractor will be read again by `receipt index` "
+                + "(searchable as they are until then)"))
+        return vault
     }
 
 }
