@@ -67,8 +67,11 @@ extension Catalog {
     /// How many attachments carry a size other than their blob row's (attachments without a blob row
     /// are `missing-blob` problems, not counted here).
     public static func attachmentSizeProblems(_ db: Database) throws -> Int {
+        // The blobs' sizes read in one pass first: looked up per attachment, each read a random page of
+        // the blobs table, which holds the inline bytes (8.4 s at a million receipts, 2.0 s so).
         try Int.fetchOne(db, sql: """
-            SELECT count(*) FROM attachments a JOIN blobs b ON b.sha256 = a.sha256 WHERE a.size IS NOT b.size
+            WITH b AS MATERIALIZED (SELECT sha256, size FROM blobs)
+            SELECT count(*) FROM b JOIN attachments a ON a.sha256 = b.sha256 WHERE a.size IS NOT b.size
             """) ?? 0
     }
 
