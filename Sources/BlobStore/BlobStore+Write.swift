@@ -67,8 +67,8 @@ extension BlobStore {
     }
 
     /// The encoding `mode` asks for this content. `chunk` holds the first `first` bytes of `source`;
-    /// for `auto` on a seekable source the whole file is read once to estimate xz's ratio, then the
-    /// first chunk is read again.
+    /// for `auto` on a seekable source up to 16 more chunks spread over the file are read to estimate
+    /// xz's ratio, then the first chunk is read again.
     func chooseEncoding(_ source: FileDescriptor, mode: CompressionMode, chunk: UnsafeMutableRawBufferPointer,
                         first: inout Int, seekable: Bool) throws -> BlobEncoding {
         switch mode {

@@ -31,17 +31,23 @@ public enum CompressionAdvisor {
         return estimate / Double(bytes.count)
     }
 
-    /// `estimatedRatio` of a whole file whose first `headCount` bytes are already in `chunk`; reads the
-    /// rest through the same chunk and leaves the offset at the end of the file.
+    /// `estimatedRatio` of a file whose first `headCount` bytes are already in `chunk`, from them and from
+    /// at most `samples` more chunks spread evenly over the rest (read through `chunk` at their offsets;
+    /// the file's offset is left where it was). Reading the whole file for the estimate was a fifth of
+    /// a 1 GiB file's import. A wrong estimate costs time, never bytes: a blob xz does not shrink by
+    /// 10 % is stored as it is (`BlobStore.stage`).
     static func estimatedRatio(of source: FileDescriptor, headCount: Int,
-                               in chunk: UnsafeMutableRawBufferPointer) throws -> Double {
-        var n = headCount
-        var weighted = 0.0
-        var total = 0.0
-        while n > 0 {
-            weighted += estimatedRatio(UnsafeRawBufferPointer(rebasing: chunk[..<n])) * Double(n)
-            total += Double(n)
-            n = try source.readFully(into: chunk)
+                               in chunk: UnsafeMutableRawBufferPointer, samples: Int = 16) throws -> Double {
+        var weighted = estimatedRatio(UnsafeRawBufferPointer(rebasing: chunk[..<headCount])) * Double(headCount)
+        var total = Double(headCount)
+        let rest = try source.stat().size - Int64(headCount)
+        if headCount == chunk.count, rest > 0 {
+            let count = Int64(min(samples, Int((rest + Int64(chunk.count) - 1) / Int64(chunk.count))))
+            for i in 0..<count {
+                let n = try source.read(into: chunk, at: Int64(headCount) + rest / count * i)
+                weighted += estimatedRatio(UnsafeRawBufferPointer(rebasing: chunk[..<n])) * Double(n)
+                total += Double(n)
+            }
         }
         return total > 0 ? weighted / total : 1
     }

@@ -91,6 +91,16 @@ final class BlobStoreTests: XCTestCase {
         XCTAssertEqual(try readAll(mixed.id, mixed.encoding).count, 3_200_000)
     }
 
+    /// `auto` estimates a large file from chunks spread over it, not from its head alone: text behind a
+    /// random first MiB is compressed, random bytes behind a text head are not.
+    func testAutoJudgesALargeFileByItsWholeLengthNotItsHead() throws {
+        let text = try write(TestData.random(1 << 20, seed: 4) + TestData.text(20 << 20), .auto)
+        XCTAssertEqual(text.encoding, .xz)
+        let random = try write(TestData.text(1 << 20) + TestData.random(20 << 20, seed: 5), .auto)
+        XCTAssertEqual(random.encoding, .identity)
+        XCTAssertEqual(try readAll(random.id, random.encoding).count, 21 << 20)
+    }
+
     func testEqualContentIsStoredOnceAndDedupReported() throws {
         let bytes = TestData.random(500_000, seed: 9)
         let first = try write(bytes, .none)
