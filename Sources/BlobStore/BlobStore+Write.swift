@@ -152,18 +152,44 @@ extension BlobStore {
             var stored: Int64 = 0
             let sink: (UnsafeRawBufferPointer) throws -> Void = { try writer.write($0); stored += Int64($0.count) }
             var count = firstCount
-            while count > 0 {
-                let piece = UnsafeRawBufferPointer(rebasing: chunk[..<count])
-                hasher.update(piece)
-                size += Int64(count)
-                if let xz { try xz.process(piece, sink: sink) } else { try sink(piece) }
-                count = try source.readFully(into: chunk)
+            if xz == nil, try source.stat().size >= Self.overlappedSize {
+                // Each chunk is written on another thread while the next is read and hashed.
+                let other = DirectIO.allocateChunk()
+                let thread = try WriterThread(sink)
+                defer {
+                    thread.stop()
+                    DirectIO.recycle(other)
+                }
+                var buffers = (chunk, other)
+                while count > 0 {
+                    let piece = UnsafeRawBufferPointer(rebasing: buffers.0[..<count])
+                    hasher.update(piece)
+                    size += Int64(count)
+                    try thread.wait()
+                    thread.start(piece)
+                    swap(&buffers.0, &buffers.1)
+                    count = try source.readFully(into: buffers.0)
+                }
+                try thread.wait()
+            } else {
+                while count > 0 {
+                    let piece = UnsafeRawBufferPointer(rebasing: chunk[..<count])
+                    hasher.update(piece)
+                    size += Int64(count)
+                    if let xz { try xz.process(piece, sink: sink) } else { try sink(piece) }
+                    count = try source.readFully(into: chunk)
+                }
             }
             try xz?.finish(sink: sink)
             try writer.finish()
             return (hasher.finalize(), size, stored, encoding)
         }
     }
+
+    /// Files at least this large are written on a thread of their own while they are hashed
+    /// (`WriterThread`); for a smaller one the thread costs more than it saves, and a many-file import
+    /// keeps every core busy with a file each.
+    static let overlappedSize: Int64 = 8 << 20
 
     /// Creates `interim/<random>.interim` locked by this process, lets `fill` write it, fsyncs it.
     /// On any error the staging file is removed before the error propagates.
