@@ -152,10 +152,10 @@ extension BlobStore {
             var stored: Int64 = 0
             let sink: (UnsafeRawBufferPointer) throws -> Void = { try writer.write($0); stored += Int64($0.count) }
             var count = firstCount
-            if xz == nil, try source.stat().size >= Self.overlappedSize {
-                // Each chunk is written on another thread while the next is read and hashed.
+            // Each chunk is written on another thread while the next is read and hashed (one thread,
+            // as below, if no thread can be started).
+            if xz == nil, try source.stat().size >= Self.overlappedSize, let thread = try? WriterThread(sink) {
                 let other = DirectIO.allocateChunk()
-                let thread = try WriterThread(sink)
                 defer {
                     thread.stop()
                     DirectIO.recycle(other)

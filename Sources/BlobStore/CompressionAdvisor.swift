@@ -43,8 +43,9 @@ public enum CompressionAdvisor {
         let rest = try source.stat().size - Int64(headCount)
         if headCount == chunk.count, rest > 0 {
             let count = Int64(min(samples, Int((rest + Int64(chunk.count) - 1) / Int64(chunk.count))))
+            let step = max(Int64(chunk.count), rest / count)  // a file of up to 17 chunks: each byte once
             for i in 0..<count {
-                let n = try source.read(into: chunk, at: Int64(headCount) + rest / count * i)
+                let n = try source.read(into: chunk, at: Int64(headCount) + step * i)
                 weighted += estimatedRatio(UnsafeRawBufferPointer(rebasing: chunk[..<n])) * Double(n)
                 total += Double(n)
             }

@@ -41,15 +41,16 @@ public struct VaultOptions: ParsableArguments {
         SQLiteTemporaryFiles.keep(in: vaultPath)
         let catalogPath = FileSystem.join(vaultPath, Catalog.fileName)
         guard let found = try? Catalog.inspect(catalogPath), found < Catalog.schemaVersion else { return try open() }
-        let copy = CatalogCopy.beforeMigrationPath(catalogPath, version: Catalog.schemaVersion)
-        Output.note("upgrading the catalog from schema version \(found) to \(Catalog.schemaVersion) (a large vault takes "
-            + "minutes: a million receipts about 12); the old catalog is kept as \(copy) until `receipt fsck` passes")
+        Output.note("upgrading the catalog from schema version \(found) to \(Catalog.schemaVersion) "
+            + "(a large vault takes minutes: a million receipts about 12)")
         let started = Date()
         let vault = try open()
+        let copy = CatalogCopy.beforeMigrationPath(catalogPath, version: Catalog.schemaVersion)
         let pending = (try? vault.stats().pendingIndex) ?? 0
         Output.note("upgraded the catalog in \(Int(Date().timeIntervalSince(started).rounded())) s"
-            + (pending == 0 ? "" : "; \(pending) text(s) read by an older extractor will be read again by `receipt index` "
-                + "(searchable as they are until then)"))
+            + (FileSystem.exists(copy) ? "; the old one is kept as \(copy) until `receipt fsck` passes" : "")
+            + (pending == 0 ? "" : "; \(pending) file(s) wait for `receipt index` to read their text (texts an older "
+                + "extractor read are read again, and stay searchable until then)"))
         return vault
     }
 

@@ -41,15 +41,15 @@ final class UpgradeCopyTests: XCTestCase {
         try old.close()
         let before = try Self.contents(of: catalogPath)
 
+        let copy = CatalogCopy.beforeMigrationPath(catalogPath, version: Schema.version)
         let listed = try await CLI.run(["list", "--json", "--vault", vault], in: folder)
         XCTAssertEqual(listed.status, 0, listed.stderr)
         XCTAssertTrue(listed.stdout.contains("Bakery"), listed.stdout)
         // The upgrade is said before it runs (it can take minutes) and after: once.
         XCTAssertTrue(listed.stderr.contains("upgrading the catalog from schema version \(Schema.version - 1) to \(Schema.version)"), listed.stderr)
-        XCTAssertTrue(listed.stderr.contains("upgraded the catalog in"), listed.stderr)
+        XCTAssertTrue(listed.stderr.contains("upgraded the catalog in") && listed.stderr.contains("kept as \(copy)"), listed.stderr)
         let again = try await CLI.run(["list", "--json", "--vault", vault], in: folder)
         XCTAssertFalse(again.stderr.contains("upgrad"), again.stderr)
-        let copy = CatalogCopy.beforeMigrationPath(catalogPath, version: Schema.version)
         XCTAssertEqual(try Self.contents(of: copy), before, "the copy is the catalog as it was before the migration")
         XCTAssertEqual(try Self.mode(copy), 0o600)
         let migrated = try await DatabaseQueue(path: catalogPath).read { try Int.fetchOne($0, sql: "PRAGMA user_version") }
