@@ -146,7 +146,7 @@ def saves(web, olga, receipt_id):
     note.clear()
     note.send_keys("first line\nsecond line")
     for _ in range(2):
-        web.find("section[aria-labelledby=edit] button").click()
+        web.submit("section[aria-labelledby=edit] button")
         web.wait(30, lambda d: d.find_elements(web.By.ID, "e-note"))
     web.run("sync", vault=olga)
     again = [r for r in web.listed("olga", "claims") if r["id"] == receipt_id][0]

@@ -126,6 +126,25 @@ class Web:
     def get(self, path):
         self.driver.get(self.base + path)
 
+    def submit(self, css, seconds=30):
+        """Clicks the button at `css` and waits until the page it was on is replaced (the button goes
+        stale): what the new page has can then be waited for, even an element the old page had too,
+        which would otherwise be found before the form was sent (and clicked stale after)."""
+        button = self.find(css)
+        button.click()
+
+        def replaced(_):
+            try:
+                button.is_enabled()
+                return False
+            except self.Stale:
+                return True
+            except self.DriverError as e:  # gone with its document, as in `wait`
+                if "does not belong to the document" in str(e):
+                    return True
+                raise
+        self.SeleniumWait(self.driver, seconds).until(replaced)
+
     def find(self, css):
         return self.driver.find_element(self.By.CSS_SELECTOR, css)
 
