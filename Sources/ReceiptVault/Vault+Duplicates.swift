@@ -17,13 +17,6 @@ public struct DuplicateGroup: Codable, Sendable, Equatable {
 /// an import reads every text of the vault. Two receipts of one shop, day and amount whose texts
 /// differ are two purchases: equal fields flag only receipts that have no text to compare.
 extension Vault {
-    /// Stores the text signatures of the receipts holding one of `blobs`, in the transaction `w` that
-    /// stores their text (as their reading: `readReceipts(holding:_:)`).
-    func signReceipts(holding blobs: [BlobID], _ w: CatalogWriter) throws {
-        guard !blobs.isEmpty else { return }
-        try sign(rows: Catalog.receiptRows(w.db, withBlobs: blobs).map(\.row), w)
-    }
-
     /// Signs, a batch at a time, the receipts whose text was read before signatures were kept.
     func signUnsigned() throws {
         var after: Int64 = 0
@@ -42,13 +35,16 @@ extension Vault {
     }
 
     private func sign(rows: [Int64], _ w: CatalogWriter) throws {
-        let version = TextExtractor.version
         for row in rows {
-            let text = try Catalog.texts(w.db, ofRow: row, extractor: version).map(\.text).joined(separator: "\n")
-            // A text without words is stored as an empty signature: it is known, and alike to none.
-            let signature = TextSignature(text: text)
-            try w.setTextSignature(row: row, extractor: version, minhash: signature?.bytes ?? [])
+            try sign(row: row, text: Catalog.texts(w.db, ofRow: row, extractor: TextExtractor.version).map(\.text).joined(separator: "\n"), w)
         }
+    }
+
+    /// Stores the signature of the receipt at `row`, whose files' texts joined are `text` (its reading
+    /// signs it in the transaction that stores the text: `readReceipts(holding:_:)`).
+    func sign(row: Int64, text: String, _ w: CatalogWriter) throws {
+        // A text without words is stored as an empty signature: it is known, and alike to none.
+        try w.setTextSignature(row: row, extractor: TextExtractor.version, minhash: TextSignature(text: text)?.bytes ?? [])
     }
 
     /// The groups of possible duplicates, of one zone or all; receipts are only grouped within a zone.

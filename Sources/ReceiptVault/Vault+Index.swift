@@ -107,7 +107,6 @@ extension Vault {
                             case .unavailable: break
                             }
                         }
-                        try signReceipts(holding: withText, w)
                         return try readReceipts(holding: withText, w)
                     }
                 }

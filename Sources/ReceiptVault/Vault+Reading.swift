@@ -25,10 +25,11 @@ extension Vault {
     /// The fields a reading may fill, in the order they are read.
     static let readFields: [ReadField] = WireReceipt.readFields.compactMap(ReadField.init(rawValue:))
 
-    /// Reads the receipts that hold one of `blobs` in writable zones, in the transaction `w` that stores
-    /// those blobs' text: a power cut after the text was stored and before its reading left the
-    /// receipts unread for good (the text was no longer pending, so no `index` read it again;
-    /// tools/powerloss found it). Returns how many receipts had a field filled or suggested.
+    /// Signs the receipts that hold one of `blobs` and reads those in writable zones, in the transaction
+    /// `w` that stores those blobs' text: a power cut after the text was stored and before its reading
+    /// left the receipts unread for good (the text was no longer pending, so no `index` read it again;
+    /// tools/powerloss found it). Each receipt's text is looked up once for both. Returns how many
+    /// receipts had a field filled or suggested.
     @discardableResult
     func readReceipts(holding blobs: [BlobID], _ w: CatalogWriter) throws -> Int {
         guard !blobs.isEmpty else { return 0 }
@@ -39,11 +40,11 @@ extension Vault {
         let aliases = try Catalog.merchantAliases(db)
         var count = 0
         for (row, id) in rows {
-            guard var receipt = try Catalog.receipt(db, id),
-                  try Catalog.zone(db, receipt.zone)?.role.canWrite == true else { continue }
             let texts = try Catalog.texts(db, ofRow: row, extractor: version)
-            guard !texts.isEmpty else { continue }
             let text = texts.map(\.text).joined(separator: "\n")
+            try sign(row: row, text: text, w)
+            guard !texts.isEmpty, var receipt = try Catalog.receipt(db, id),
+                  try Catalog.zone(db, receipt.zone)?.role.canWrite == true else { continue }
             var reader = ReceiptReader(order: locale, merchantAliases: aliases)
             var proposals = reader.read(text)
             // A merchant's own day order, once a person confirmed one, outranks the vault's: the
