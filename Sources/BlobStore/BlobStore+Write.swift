@@ -152,34 +152,31 @@ extension BlobStore {
             var stored: Int64 = 0
             let sink: (UnsafeRawBufferPointer) throws -> Void = { try writer.write($0); stored += Int64($0.count) }
             var count = firstCount
-            // Each chunk is written on another thread while the next is read and hashed (one thread,
-            // as below, if no thread can be started).
-            if xz == nil, try source.stat().size >= Self.overlappedSize, let thread = try? WriterThread(sink) {
-                let other = DirectIO.allocateChunk()
-                defer {
-                    thread.stop()
-                    DirectIO.recycle(other)
-                }
-                var buffers = (chunk, other)
-                while count > 0 {
-                    let piece = UnsafeRawBufferPointer(rebasing: buffers.0[..<count])
-                    hasher.update(piece)
-                    size += Int64(count)
+            // A large file's chunks are written on a thread of their own while the next is read into the
+            // other buffer and hashed (all on this thread when no thread can be started).
+            let thread = try xz == nil && source.stat().size >= Self.overlappedSize ? try? WriterThread(sink) : nil
+            let other = thread.map { _ in DirectIO.allocateChunk() }
+            defer {
+                thread?.stop()  // before the buffer it may still be writing is given back
+                other.map(DirectIO.recycle)
+            }
+            var buffers = (chunk, other ?? chunk)
+            while count > 0 {
+                let piece = UnsafeRawBufferPointer(rebasing: buffers.0[..<count])
+                hasher.update(piece)
+                size += Int64(count)
+                if let thread {
                     try thread.wait()
                     thread.start(piece)
                     swap(&buffers.0, &buffers.1)
-                    count = try source.readFully(into: buffers.0)
+                } else if let xz {
+                    try xz.process(piece, sink: sink)
+                } else {
+                    try sink(piece)
                 }
-                try thread.wait()
-            } else {
-                while count > 0 {
-                    let piece = UnsafeRawBufferPointer(rebasing: chunk[..<count])
-                    hasher.update(piece)
-                    size += Int64(count)
-                    if let xz { try xz.process(piece, sink: sink) } else { try sink(piece) }
-                    count = try source.readFully(into: chunk)
-                }
+                count = try source.readFully(into: buffers.0)
             }
+            try thread?.wait()
             try xz?.finish(sink: sink)
             try writer.finish()
             return (hasher.finalize(), size, stored, encoding)
