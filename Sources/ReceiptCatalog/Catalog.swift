@@ -61,7 +61,9 @@ public final class Catalog: Sendable {
 
     /// Opens an existing catalog. Refuses, before SQLite touches the file, a catalog written by a
     /// newer version or one whose header is not a receipt catalog's; then refuses one SQLite cannot read.
-    public static func open(at path: String, access: Access = .readWrite) throws -> Catalog {
+    /// `upgrading(from, to)` is called when a migration is about to start (it can run for minutes).
+    public static func open(at path: String, access: Access = .readWrite,
+                            upgrading: (_ from: Int, _ to: Int) -> Void = { _, _ in }) throws -> Catalog {
         if try inspect(path) < schemaVersion {
             // Before a writer opens it (which changes the file even when the migration then stops).
             try BlobKeys.refuseUnconvertible(at: path)
@@ -83,6 +85,7 @@ public final class Catalog: Sendable {
                 throw CatalogError(code: .newerSchema(found: version, known: schemaVersion), path: path, detail: "")
             }
             if version < schemaVersion {
+                upgrading(version, schemaVersion)
                 // Before the first write of the migration: a failed upgrade is rolled back with one `mv`.
                 try CatalogCopy.keepBeforeMigration(pool, catalogPath: path, version: schemaVersion)
                 try migrate(pool)

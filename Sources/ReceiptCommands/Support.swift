@@ -27,25 +27,26 @@ public struct VaultOptions: ParsableArguments {
     }
 
     public func openVault() throws -> Vault {
-        try opening { try Vault.open(at: vaultPath) }
+        try opening { try Vault.open(at: vaultPath, upgrading: $0) }
     }
 
     /// For a command that only reads the catalog (see `Catalog.Access.reading`).
     public func openVaultForReading() throws -> Vault {
-        try opening { try Vault.open(at: vaultPath, access: .reading) }
+        try opening { try Vault.open(at: vaultPath, access: .reading, upgrading: $0) }
     }
 
     /// Opens through `open`, saying so when it upgrades the catalog: a million receipts' upgrade runs
     /// for minutes, and leaves their texts to be read again by the next `index`.
-    private func opening(_ open: () throws -> Vault) throws -> Vault {
+    private func opening(_ open: (_ upgrading: (Int, Int) -> Void) throws -> Vault) throws -> Vault {
         SQLiteTemporaryFiles.keep(in: vaultPath)
-        let catalogPath = FileSystem.join(vaultPath, Catalog.fileName)
-        guard let found = try? Catalog.inspect(catalogPath), found < Catalog.schemaVersion else { return try open() }
-        Output.note("upgrading the catalog from schema version \(found) to \(Catalog.schemaVersion) "
-            + "(a large vault takes minutes: a million receipts about 12)")
-        let started = Date()
-        let vault = try open()
-        let copy = CatalogCopy.beforeMigrationPath(catalogPath, version: Catalog.schemaVersion)
+        var started: Date?
+        let vault = try open { from, to in
+            Output.note("upgrading the catalog from schema version \(from) to \(to) "
+                + "(a large vault takes minutes: a million receipts about 12)")
+            started = Date()
+        }
+        guard let started else { return vault }
+        let copy = CatalogCopy.beforeMigrationPath(FileSystem.join(vaultPath, Catalog.fileName), version: Catalog.schemaVersion)
         let pending = (try? vault.stats().pendingIndex) ?? 0
         Output.note("upgraded the catalog in \(Int(Date().timeIntervalSince(started).rounded())) s"
             + (FileSystem.exists(copy) ? "; the old one is kept as \(copy) until `receipt fsck` passes" : "")

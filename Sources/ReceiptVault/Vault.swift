@@ -42,9 +42,10 @@ public final class Vault: Sendable {
 
     /// Opens an existing vault. An absent, unreadable or newer catalog is refused with an error
     /// naming `receipt fsck --repair` (or upgrading) and no file is changed.
-    public static func open(at path: String, access: Catalog.Access = .readWrite) throws -> Vault {
+    public static func open(at path: String, access: Catalog.Access = .readWrite,
+                            upgrading: (_ from: Int, _ to: Int) -> Void = { _, _ in }) throws -> Vault {
         do {
-            let catalog = try Catalog.open(at: FileSystem.join(path, Catalog.fileName), access: access)
+            let catalog = try Catalog.open(at: FileSystem.join(path, Catalog.fileName), access: access, upgrading: upgrading)
             let settings = try catalog.read { try VaultSettings.load($0) }
             return Vault(path: path, catalog: catalog, settings: settings)
         } catch let error as CatalogError where error.code == .absent && hasBlobFiles(path) {
